@@ -1,0 +1,1 @@
+"""Optional C fast paths (Cython); ``import mxref`` never requires them."""

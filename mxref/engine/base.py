@@ -1,0 +1,135 @@
+"""The engine interface (MXNet's ``Engine``): variables, pushed operations, waits and errors."""
+from __future__ import annotations
+
+import enum
+import threading
+import traceback
+from typing import Callable, Optional, Sequence
+
+from ..base import MXNetError
+
+__all__ = ["FnProperty", "RunContext", "Engine", "OpError", "worker_state", "check_not_in_worker",
+           "dedup_vars"]
+
+
+class FnProperty(enum.IntEnum):
+    """Routing hints for pushed functions (MXNet's ``FnProperty``)."""
+
+    NORMAL = 0
+    COPY_FROM_GPU = 1
+    COPY_TO_GPU = 2
+    CPU_PRIORITIZED = 3   # kvstore / copy work: goes to the priority queue
+    ASYNC = 4             # completes from another thread (e.g. a network reply)
+    DELETE_VAR = 5        # frees a variable; jumps the FIFO queues
+    GPU_PRIORITIZED = 6
+    NO_SKIP = 7           # runs even when an input carries an exception
+
+
+class RunContext:
+    """What a running function learns about where it runs (MXNet's ``RunContext``)."""
+
+    __slots__ = ("ctx", "is_bulk", "stream")
+
+    def __init__(self, ctx, is_bulk: bool = False, stream=None):
+        self.ctx = ctx
+        self.is_bulk = is_bulk
+        self.stream = stream
+
+
+class OpError:
+    """An exception raised by a pushed operation, kept with the op name and original traceback.
+
+    It travels along the data flow: it is stored on every variable the failing op writes, and
+    ops that read or write such a variable are skipped and pass it on.
+    """
+
+    __slots__ = ("op_name", "exc", "tb_text")
+
+    def __init__(self, op_name: str, exc: BaseException):
+        self.op_name = op_name
+        self.exc = exc
+        self.tb_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+    def to_error(self) -> MXNetError:
+        """Build the ``MXNetError`` raised at the wait (the original exception is its ``__cause__``)."""
+        if isinstance(self.exc, MXNetError):
+            msg = f"{self.exc} (in operator {self.op_name})"
+        else:
+            msg = f"operator {self.op_name} failed: {type(self.exc).__name__}: {self.exc}"
+        err = MXNetError(msg + "\n\nOriginal traceback (from the engine worker):\n" + self.tb_text)
+        err.__cause__ = self.exc
+        return err
+
+
+# NOTE: a blocking wait issued from inside a pushed function would wait for itself (the wait needs
+# the very worker that is blocked), so every engine marks its worker threads and refuses such waits.
+worker_state = threading.local()
+
+
+def check_not_in_worker(what: str) -> None:
+    if getattr(worker_state, "op_name", None) is not None:
+        raise MXNetError(
+            f"{what} called from inside engine operation '{worker_state.op_name}': a blocking wait on "
+            "an engine worker thread would deadlock. Use the arrays passed to the function instead, "
+            "or push a separate operation that depends on the data.")
+
+
+def dedup_vars(const_vars: Sequence, mutable_vars: Sequence):
+    """Remove duplicates, and drop from the read list any var that is also written.
+
+    A var in both lists would wait on itself forever (MXNet's ``DeduplicateVarHandle``).
+    """
+    mutable = list(dict.fromkeys(mutable_vars))
+    mset = set(map(id, mutable))
+    const = [v for v in dict.fromkeys(const_vars) if id(v) not in mset]
+    return const, mutable
+
+
+class Engine:
+    """Schedules functions by the variables they read (``const_vars``) and write (``mutable_vars``).
+
+    Reads between two writes of a variable may run concurrently; writes are exclusive and run in
+    push order. Implementations: ``NaiveEngine`` (runs at push) and ``ThreadedEnginePerDevice``.
+    """
+
+    name = "Engine"
+
+    def new_variable(self):
+        """A fresh variable: a tag that orders every operation touching the same data or resource."""
+        raise NotImplementedError
+
+    def push_async(self, fn: Callable, ctx, const_vars: Sequence = (), mutable_vars: Sequence = (),
+                   prop: FnProperty = FnProperty.NORMAL, priority: int = 0,
+                   name: Optional[str] = None) -> None:
+        """Schedule ``fn(run_ctx, on_complete)``; ``fn`` must call ``on_complete(exc=None)`` once,
+        possibly from another thread."""
+        raise NotImplementedError
+
+    def push_sync(self, fn: Callable, ctx, const_vars: Sequence = (), mutable_vars: Sequence = (),
+                  prop: FnProperty = FnProperty.NORMAL, priority: int = 0,
+                  name: Optional[str] = None) -> None:
+        """Schedule ``fn(run_ctx)``; it is complete when it returns (or raises)."""
+        raise NotImplementedError
+
+    def delete_variable(self, delete_fn: Callable, ctx, var) -> None:
+        """Run ``delete_fn(run_ctx)`` after every operation already pushed on ``var``, then retire it."""
+        raise NotImplementedError
+
+    def wait_for_var(self, var) -> None:
+        """Block until every write already pushed on ``var`` is done; raise its stored error, if any."""
+        raise NotImplementedError
+
+    def wait_for_all(self) -> None:
+        """Block until every pushed operation is done; raise the first stored error, if any."""
+        raise NotImplementedError
+
+    def set_bulk_size(self, size: int) -> int:
+        """Batch up to ``size`` consecutive ``push_sync`` calls into one operation; return the old size."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Drain and shut the engine down (called at interpreter exit and when switching engines)."""
+        self.wait_for_all()
+
+    def num_pending(self) -> int:
+        return 0

@@ -1,0 +1,1 @@
+"""NDArray: an n-dimensional array whose every operation is an engine operation."""

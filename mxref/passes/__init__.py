@@ -1,0 +1,1 @@
+"""Graph passes: infer_shape, infer_type, gradient, plan_memory, mirror (one file each)."""

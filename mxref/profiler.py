@@ -1,0 +1,1 @@
+"""The profiler: records engine operations and writes a Chrome-trace JSON."""

@@ -1,0 +1,1 @@
+"""Symbolic graphs: ``Symbol``, the graph IR and MXNet-compatible JSON."""

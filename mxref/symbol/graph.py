@@ -1,0 +1,108 @@
+"""The graph IR shared by Symbol, the passes and operator gradients: ``Node`` and ``NodeEntry``.
+
+A node is one operator application (or a variable, when ``op`` is ``None``); an entry names one
+output of a node. A graph is just the set of nodes reachable from its output entries.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, NamedTuple, Optional, Sequence
+
+from ..ops import registry
+
+__all__ = ["Node", "NodeEntry", "make_node", "node_entries", "topo_sort"]
+
+
+class NodeEntry(NamedTuple):
+    """Output ``index`` of ``node``. ``version`` counts writes to a variable (nnvm's convention)."""
+
+    node: "Node"
+    index: int = 0
+    version: int = 0
+
+
+class Node:
+    """One vertex of the graph.
+
+    ``attrs`` are MXNet's string attributes (what JSON stores: the op parameters the user set plus
+    user attributes such as ``__shape__`` or ``__lr_mult__``); ``params`` is the parsed, typed view
+    of the op parameters with defaults filled in.
+    """
+
+    __slots__ = ("op", "name", "attrs", "inputs", "control_deps", "_params", "extra")
+
+    def __init__(self, op: Optional[registry.OpDef], name: str, attrs: Dict[str, str] = None,
+                 inputs: Sequence[NodeEntry] = (), control_deps: Sequence["Node"] = ()):
+        self.op = op
+        self.name = name
+        self.attrs = dict(attrs or {})
+        self.inputs: List[NodeEntry] = list(inputs)
+        self.control_deps: List[Node] = list(control_deps)
+        self._params = None
+        self.extra: Dict = {}  # pass-private data (e.g. the forward node of a backward node)
+
+    @property
+    def is_variable(self) -> bool:
+        return self.op is None
+
+    @property
+    def params(self) -> dict:
+        """Parsed operator parameters (cached); ``{}`` for variables."""
+        if self._params is None:
+            if self.op is None:
+                self._params = {}
+            else:
+                op_attrs = {k: v for k, v in self.attrs.items() if not k.startswith("__")}
+                self._params = self.op.parse_params(op_attrs)
+        return self._params
+
+    def num_outputs(self) -> int:
+        return 1 if self.op is None else self.op.num_outputs(self.params)
+
+    def __repr__(self):
+        kind = "Variable" if self.op is None else self.op.name
+        return f"<Node {self.name} ({kind})>"
+
+
+def make_node(op_name: str, inputs: Sequence[NodeEntry], name: str,
+              attrs: Dict[str, str] = None, params: dict = None) -> Node:
+    """Create an op node; gradient functions use this to build ``_backward_*`` nodes.
+
+    ``params`` (already typed) may be given instead of string ``attrs``; a backward node usually
+    reuses the forward node's parameters: ``make_node('_backward_FullyConnected', ins, name,
+    params=fwd.params)``.
+    """
+    op = registry.get(op_name)
+    node = Node(op, name, attrs, inputs)
+    if params is not None:
+        node._params = dict(params)
+        if attrs is None:
+            node.attrs = op.format_params(params)
+    return node
+
+
+def node_entries(node: Node) -> List[NodeEntry]:
+    return [NodeEntry(node, i, 0) for i in range(node.num_outputs())]
+
+
+def topo_sort(outputs: Sequence[NodeEntry]) -> List[Node]:
+    """Nodes reachable from ``outputs`` in a topological order (inputs first), deterministic."""
+    order: List[Node] = []
+    seen = set()
+    for root in outputs:
+        stack = [(root.node, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for dep in reversed(node.control_deps):
+                if id(dep) not in seen:
+                    stack.append((dep, False))
+            for e in reversed(node.inputs):
+                if id(e.node) not in seen:
+                    stack.append((e.node, False))
+    return order

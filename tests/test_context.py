@@ -1,0 +1,43 @@
+"""Context: construction, equality, the default-context stack and GPU counting."""
+import threading
+
+import pytest
+
+import mxref as mx
+
+
+def test_cpu_gpu_contexts():
+    assert mx.cpu() == mx.cpu(0)
+    assert mx.cpu(1) != mx.cpu(0)
+    assert str(mx.gpu(2)) == "gpu(2)"
+    assert mx.gpu(1).device_type == "gpu" and mx.gpu(1).device_id == 1
+
+
+def test_with_context_sets_default_and_restores():
+    assert mx.current_context() == mx.cpu(0)
+    with mx.Context(mx.cpu(3)):
+        assert mx.context.current_context() == mx.cpu(3)
+        with mx.gpu(1):
+            assert mx.current_context() == mx.gpu(1)
+        assert mx.current_context() == mx.cpu(3)
+    assert mx.current_context() == mx.cpu(0)
+
+
+def test_default_context_is_thread_local():
+    seen = []
+    with mx.cpu(5):
+        t = threading.Thread(target=lambda: seen.append(mx.current_context()))
+        t.start()
+        t.join()
+    assert seen == [mx.cpu(0)]
+
+
+def test_num_gpus_never_raises():
+    assert mx.context.num_gpus() >= 0
+
+
+def test_bad_device_type():
+    with pytest.raises(mx.MXNetError, match="unknown device type"):
+        mx.Context("tpu", 0)
+    with pytest.raises(mx.MXNetError, match="device_id"):
+        mx.cpu(-1)
