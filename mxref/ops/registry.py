@@ -14,6 +14,10 @@ An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
 * ``gradient``      — ``(node, ograds) -> [NodeEntry or None per input]``; builds graph nodes of
                       other operators (usually ``_backward_<name>``), so gradients are graphs too
 * ``inplace``       — ``[(input_index, output_index)]`` pairs that may share memory
+* ``inplace_identity`` — one bool per ``inplace`` pair: the output *is* the input (``identity``,
+                      ``Reshape``), so it may share memory even while the input is read elsewhere
+* ``ignore_inputs`` — input indices the kernel never reads (``zeros_like`` only needs the shape),
+                      so they do not keep their memory alive (nnvm's ``FIgnoreInputs``)
 * ``resources``     — ``['random']`` / ``['temp_space']``; the engine orders their use
 * ``loss_layer``    — backward may start without head gradients (``SoftmaxOutput``, ``MakeLoss``)
 
@@ -259,7 +263,8 @@ class OpDef:
                  inplace: Sequence[Tuple[int, int]] = (), resources: Sequence[str] = (),
                  num_visible_outputs: Union[int, Callable, None] = None, loss_layer: bool = False,
                  key_var_num_args: Optional[str] = None, doc: str = "", aliases: Sequence[str] = (),
-                 validate: Callable = None, hidden: bool = False):
+                 validate: Callable = None, hidden: bool = False,
+                 inplace_identity: Sequence[bool] = (), ignore_inputs: Sequence[int] = ()):
         self.name = name
         self.fcompute = fcompute
         self._arguments = arguments
@@ -270,6 +275,10 @@ class OpDef:
         self.infer_type = infer_type
         self.gradient = gradient
         self.inplace = tuple(inplace)
+        self.inplace_identity = tuple(inplace_identity) or (False,) * len(self.inplace)
+        if len(self.inplace_identity) != len(self.inplace):
+            raise MXNetError(f"operator {name}: inplace_identity needs one flag per inplace pair")
+        self.ignore_inputs = tuple(ignore_inputs)
         self.resources = tuple(resources)
         self._num_visible_outputs = num_visible_outputs
         self.loss_layer = loss_layer
