@@ -1,0 +1,1 @@
+"""Neural-network operators (FullyConnected, Convolution, Pooling, BatchNorm, RNN, ...), one file each."""

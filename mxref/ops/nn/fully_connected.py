@@ -1,0 +1,87 @@
+"""FullyConnected: ``out = flatten(data) @ weight.T + bias``.
+
+Math (``x`` is ``data`` flattened to ``(N, K)`` when ``flatten``, else every index but the last is a
+batch index)::
+
+    out   = x W^T + b                 W: (num_hidden, K), b: (num_hidden,)
+    dx    = dout W                    dW = dout^T x                 db = sum_batch dout
+
+Backward dependencies: ``_backward_FullyConnected`` takes ``(ograd, data, weight)``; the output is
+not needed, so the planner may free it after its consumers ran. Both directions are one GEMM each.
+"""
+from __future__ import annotations
+
+from ...base import MXNetError
+from ..registry import OpDef, Param, assign, register
+from ._util import backward_node, known, matmul_into, merge_shape, out_entries, uniform_type
+
+PARAMS = {
+    "num_hidden": Param("int", doc="Number of hidden units of the output."),
+    "no_bias": Param("bool", False, doc="Whether to disable the bias parameter."),
+    "flatten": Param("bool", True, doc="Whether to collapse all but the first axis of the input."),
+}
+
+
+def _arguments(p):
+    return ["data", "weight"] if p["no_bias"] else ["data", "weight", "bias"]
+
+
+def _as2d(p, x):
+    return x.reshape(x.shape[0], -1) if p["flatten"] else x.reshape(-1, x.shape[-1])
+
+
+def infer_shape(p, in_shapes):
+    data, nh = in_shapes[0], p["num_hidden"]
+    ins = list(in_shapes)
+    if data is None or not data or (p["flatten"] and not known(data[1:])) or not data[-1]:
+        return ins, [None]
+    in_dim = 1
+    for d in (data[1:] if p["flatten"] else data[-1:]):
+        in_dim *= d
+    ins[1] = merge_shape("FullyConnected", "weight", ins[1], (nh, in_dim))
+    if not p["no_bias"]:
+        ins[2] = merge_shape("FullyConnected", "bias", ins[2], (nh,))
+    out = (data[0], nh) if p["flatten"] else tuple(data[:-1]) + (nh,)
+    return ins, [out]
+
+
+def forward(octx, p, inputs, outputs, req):
+    x, w = _as2d(p, inputs[0]), inputs[1]
+    out = outputs[0].reshape(x.shape[0], w.shape[0])
+    matmul_into(out, req[0], x, w.T)
+    if not p["no_bias"] and req[0] != "null":
+        out += inputs[2]
+
+
+def backward(octx, p, inputs, outputs, req):
+    og, data, w = inputs
+    x = _as2d(p, data)
+    og2 = og.reshape(x.shape[0], w.shape[0])
+    matmul_into(outputs[0].reshape(x.shape), req[0], og2, w)
+    matmul_into(outputs[1], req[1], og2.T, x)
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og2.sum(axis=0))
+
+
+def backward_shape(p, in_shapes):
+    og, data, w = in_shapes
+    outs = [data, w] + ([] if p["no_bias"] else [None if w is None else (w[0],)])
+    return list(in_shapes), outs
+
+
+def gradient(node, ograds):
+    data, weight = node.inputs[0], node.inputs[1]
+    bwd = backward_node(node, "_backward_FullyConnected", [ograds[0], data, weight])
+    return out_entries(bwd, 2 if node.params["no_bias"] else 3)
+
+
+def _validate(p):
+    if p["num_hidden"] <= 0:
+        raise MXNetError(f"FullyConnected: num_hidden must be positive, got {p['num_hidden']}")
+
+
+register(OpDef("FullyConnected", forward, arguments=_arguments, params=PARAMS, infer_shape=infer_shape,
+               infer_type=uniform_type(1), gradient=gradient, validate=_validate, doc=__doc__))
+register(OpDef("_backward_FullyConnected", backward, arguments=["ograd", "data", "weight"],
+               outputs=lambda p: _arguments(p), params=PARAMS, infer_shape=backward_shape,
+               infer_type=uniform_type(lambda p: 2 if p["no_bias"] else 3)))
