@@ -1,0 +1,324 @@
+"""Elementwise operators: unary math (``exp``, ``sqrt``, ``relu``, ...) and same-shape binary math.
+
+Every kernel is one numpy call writing straight into the preallocated output, so ``c = a + b`` pays
+for nothing but the ufunc. Output dtype is the input dtype, also for integers (``sqrt`` of an int32
+array is an int32 array, as in MXNet); ints divide with truncation toward zero, as C does.
+
+Gradients: ``d(f(x)) = ograd * f'(x)``. Each differentiable unary op gets a ``_backward_<op>`` op
+with inputs ``(ograd, x)`` or ``(ograd, y)`` (whichever the derivative is cheaper from). Binary ops
+``z = f(l, r)`` get ``_backward_<op>(ograd, l, r) -> (dl, dr)``, which also sums a broadcast
+gradient back to each input's shape, so the ``broadcast_*`` family reuses it. Rounding, sign and
+comparisons have zero gradient. Fast kernels, if any, are registered in ``registry.register_kernel``.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..symbol.graph import NodeEntry, make_node
+from .registry import OpDef, assign, elemwise_shape, elemwise_type, register
+
+__all__ = ["is_integer", "make_kernel", "sum_to_shape", "zero_grads", "output_grads", "register_unary",
+           "register_binary", "register_binary_backward", "BINARY_MATH", "COMPARISONS", "trunc_divide"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by the tensor operator files
+# ---------------------------------------------------------------------------------------------
+
+def is_integer(dtype) -> bool:
+    return np.dtype(dtype).kind in "iub"
+
+
+def make_kernel(fn: Callable) -> Callable:
+    """An ``fcompute`` from ``fn(*inputs, out=...)`` writing one output, honouring ``req``."""
+    def kernel(octx, params, inputs, outputs, req):
+        r = req[0]
+        if r == "write" or r == "inplace":
+            fn(*inputs, out=outputs[0])
+        elif r == "add":
+            tmp = np.empty_like(outputs[0])
+            fn(*inputs, out=tmp)
+            outputs[0] += tmp
+    return kernel
+
+
+def sum_to_shape(x: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """Sum ``x`` over the axes that broadcasting expanded from ``shape`` (the gradient of a broadcast)."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and x.shape[lead + i] != 1)
+    return x.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def zero_grads(node, name: str = "_zero") -> list:
+    """``zeros_like`` of every input: the gradient of ops that are flat almost everywhere."""
+    return [NodeEntry(make_node("zeros_like", [e], f"{node.name}{name}{i}"), 0, 0)
+            for i, e in enumerate(node.inputs)]
+
+
+def output_grads(node, ograds) -> list:
+    """Head gradients with ``None`` (an unused output) replaced by ``zeros_like`` of that output."""
+    return [g if g is not None else
+            NodeEntry(make_node("zeros_like", [NodeEntry(node, i, 0)], f"{node.name}_ograd{i}"), 0, 0)
+            for i, g in enumerate(ograds)]
+
+
+def trunc_divide(lhs, rhs, out):
+    """Division as MXNet does it: true division for floats, truncation toward zero for ints."""
+    if out.dtype.kind == "f":
+        return np.divide(lhs, rhs, out=out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.trunc(np.true_divide(lhs, rhs))
+    return np.copyto(out, np.nan_to_num(q), casting="unsafe")
+
+
+# ---------------------------------------------------------------------------------------------
+# Unary operators
+# ---------------------------------------------------------------------------------------------
+
+def _unary_backward(name: str, deriv: Callable):
+    def kernel(octx, params, inputs, outputs, req):
+        ograd, z = inputs
+        with np.errstate(divide="ignore", invalid="ignore"):
+            assign(outputs[0], req[0], ograd * deriv(z))
+    register(OpDef(f"_backward_{name}", kernel, arguments=("ograd", "data"), inplace=[(0, 0)]))
+
+
+def register_unary(name: str, fn: Callable, deriv: Callable = None, use: str = "x",
+                   aliases: Sequence[str] = (), doc: str = "", grad: Callable = None) -> OpDef:
+    """Register ``name(data)`` computing ``fn(x, out=...)``.
+
+    ``deriv`` gives ``dy/dx`` from ``x`` (``use='x'``) or from the output ``y`` (``use='y'``);
+    ``deriv=None`` means zero gradient; ``grad`` overrides with a custom gradient function.
+    """
+    if grad is None and deriv is not None:
+        _unary_backward(name, deriv)
+
+        def grad(node, ograds):
+            z = node.inputs[0] if use == "x" else NodeEntry(node, 0, 0)
+            n = make_node(f"_backward_{name}", [ograds[0], z], node.name + "_backward")
+            return [NodeEntry(n, 0, 0)]
+    elif grad is None:
+        grad = zero_grads
+    return register(OpDef(name, make_kernel(fn), inplace=[(0, 0)], gradient=grad,
+                          aliases=aliases, doc=doc or f"{name}(data), elementwise."))
+
+
+def _ufunc(u):
+    # NOTE: 'unsafe' lets integer inputs round-trip through float math (sqrt of int32 -> int32).
+    return functools.partial(u, casting="unsafe")
+
+
+def _sigmoid(x, out):
+    if out.dtype.kind != "f":
+        return np.copyto(out, 1.0 / (1.0 + np.exp(-x.astype(np.float64))), casting="unsafe")
+    np.negative(x, out=out)   # in steps inside ``out``: no temporaries, safe when out is x
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
+def _rsqrt(x, out):
+    return np.copyto(out, 1.0 / np.sqrt(x), casting="unsafe")
+
+
+def _rcbrt(x, out):
+    return np.copyto(out, 1.0 / np.cbrt(x), casting="unsafe")
+
+
+def _round_half_away(x, out):
+    return np.copyto(out, np.sign(x) * np.floor(np.abs(x) + 0.5), casting="unsafe")
+
+
+def _rint(x, out):
+    # NOTE: MXNet's rint is floor(x) unless x - floor(x) > 0.5: 1.5 -> 1 and -0.5 -> -1, not even.
+    f = np.floor(x)
+    return np.copyto(out, np.where(x - f > 0.5, f + 1, f), casting="unsafe")
+
+
+def _relu(x, out):
+    return np.maximum(x, 0, out=out)
+
+
+def _softsign(x, out):
+    return np.copyto(out, x / (1 + np.abs(x)), casting="unsafe")
+
+
+def _reciprocal(x, out):
+    return np.copyto(out, np.reciprocal(x.astype(np.float64) if x.dtype.kind != "f" else x),
+                     casting="unsafe")
+
+
+def _logical_not(x, out):
+    return np.logical_not(x, out=out, casting="unsafe")
+
+
+def _neg_grad(node, ograds):
+    return [NodeEntry(make_node("negative", [ograds[0]], node.name + "_backward"), 0, 0)]
+
+
+_LN10, _LN2 = np.log(10.0), np.log(2.0)
+
+# name: (forward, derivative, derivative from 'x' or 'y', aliases)
+_UNARY = {
+    "abs": (_ufunc(np.abs), np.sign, "x"),
+    "sign": (_ufunc(np.sign), None, "x"),
+    "round": (_round_half_away, None, "x"),
+    "rint": (_rint, None, "x"),
+    "ceil": (_ufunc(np.ceil), None, "x"),
+    "floor": (_ufunc(np.floor), None, "x"),
+    "trunc": (_ufunc(np.trunc), None, "x"),
+    "fix": (_ufunc(np.trunc), None, "x"),
+    "square": (_ufunc(np.square), lambda x: 2 * x, "x"),
+    "sqrt": (_ufunc(np.sqrt), lambda y: 0.5 / y, "y"),
+    "rsqrt": (_rsqrt, lambda x: -0.5 / (x * np.sqrt(x)), "x"),
+    "cbrt": (_ufunc(np.cbrt), lambda y: 1.0 / (3 * y * y), "y"),
+    "rcbrt": (_rcbrt, lambda x: -1.0 / (3 * x * np.cbrt(x)), "x"),
+    "reciprocal": (_reciprocal, lambda x: -1.0 / (x * x), "x"),
+    "exp": (_ufunc(np.exp), lambda y: y, "y"),
+    "log": (_ufunc(np.log), lambda x: 1.0 / x, "x"),
+    "log10": (_ufunc(np.log10), lambda x: 1.0 / (x * _LN10), "x"),
+    "log2": (_ufunc(np.log2), lambda x: 1.0 / (x * _LN2), "x"),
+    "log1p": (_ufunc(np.log1p), lambda x: 1.0 / (1 + x), "x"),
+    "expm1": (_ufunc(np.expm1), np.exp, "x"),
+    "sin": (_ufunc(np.sin), np.cos, "x"),
+    "cos": (_ufunc(np.cos), lambda x: -np.sin(x), "x"),
+    "tan": (_ufunc(np.tan), lambda y: 1 + y * y, "y"),
+    "arcsin": (_ufunc(np.arcsin), lambda x: 1.0 / np.sqrt(1 - x * x), "x"),
+    "arccos": (_ufunc(np.arccos), lambda x: -1.0 / np.sqrt(1 - x * x), "x"),
+    "arctan": (_ufunc(np.arctan), lambda x: 1.0 / (1 + x * x), "x"),
+    "degrees": (_ufunc(np.degrees), lambda x: np.full_like(x, 180 / np.pi), "x"),
+    "radians": (_ufunc(np.radians), lambda x: np.full_like(x, np.pi / 180), "x"),
+    "sinh": (_ufunc(np.sinh), np.cosh, "x"),
+    "cosh": (_ufunc(np.cosh), np.sinh, "x"),
+    "tanh": (_ufunc(np.tanh), lambda y: 1 - y * y, "y"),
+    "arcsinh": (_ufunc(np.arcsinh), lambda x: 1.0 / np.sqrt(x * x + 1), "x"),
+    "arccosh": (_ufunc(np.arccosh), lambda x: 1.0 / np.sqrt(x * x - 1), "x"),
+    "arctanh": (_ufunc(np.arctanh), lambda x: 1.0 / (1 - x * x), "x"),
+    "sigmoid": (_sigmoid, lambda y: y * (1 - y), "y"),
+    "relu": (_relu, lambda y: (y > 0).astype(y.dtype), "y"),
+    "softsign": (_softsign, lambda x: 1.0 / np.square(1 + np.abs(x)), "x"),
+    "logical_not": (_logical_not, None, "x"),
+}
+
+for _name, (_fn, _deriv, _use) in _UNARY.items():
+    register_unary(_name, _fn, _deriv, _use)
+register_unary("negative", _ufunc(np.negative), grad=_neg_grad, doc="negative(data) = -data.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Binary operators (same shape here; broadcast.py registers the broadcasting forms)
+# ---------------------------------------------------------------------------------------------
+
+def _power(lhs, rhs, out):
+    if out.dtype.kind == "f":
+        return np.power(lhs, rhs, out=out)
+    return np.copyto(out, np.power(lhs.astype(np.float64), rhs), casting="unsafe")
+
+
+def _hypot(lhs, rhs, out):
+    return np.copyto(out, np.hypot(lhs, rhs), casting="unsafe")
+
+
+# name: (forward fn(l, r, out), partials (g, l, r, y) -> (dl, dr)). Maximum/minimum send a tie's
+# gradient to the left input, as MXNet's ge/lt (le/gt) masks do.
+BINARY_MATH = {
+    "add": (np.add, lambda g, a, b, y: (g, g)),
+    "sub": (np.subtract, lambda g, a, b, y: (g, -g)),
+    "mul": (np.multiply, lambda g, a, b, y: (g * b, g * a)),
+    "div": (trunc_divide, lambda g, a, b, y: (g / b, -g * a / (b * b))),
+    "power": (_power, lambda g, a, b, y: (g * b * np.power(a, b - 1), g * y * np.log(a))),
+    "maximum": (np.maximum, lambda g, a, b, y: (g * (a >= b), g * (a < b))),
+    "minimum": (np.minimum, lambda g, a, b, y: (g * (a <= b), g * (a > b))),
+    "mod": (np.mod, lambda g, a, b, y: (g, -g * np.floor(a / b))),
+    "hypot": (_hypot, lambda g, a, b, y: (g * a / y, g * b / y)),
+}
+
+
+def _cmp(u):
+    return functools.partial(u, casting="unsafe")
+
+
+# Comparisons and logic return 0/1 in the input dtype (MXNet semantics item 12).
+COMPARISONS = {
+    "equal": _cmp(np.equal), "not_equal": _cmp(np.not_equal), "greater": _cmp(np.greater),
+    "greater_equal": _cmp(np.greater_equal), "lesser": _cmp(np.less),
+    "lesser_equal": _cmp(np.less_equal), "logical_and": _cmp(np.logical_and),
+    "logical_or": _cmp(np.logical_or), "logical_xor": _cmp(np.logical_xor),
+}
+
+
+def register_binary_backward(name: str, fn: Callable, partials: Callable,
+                             ignore_inputs: Sequence[int] = ()) -> None:
+    """``name(ograd, lhs, rhs) -> (lhs_grad, rhs_grad)``; broadcast gradients are summed back."""
+    needs_y = fn in (_power, _hypot)
+
+    def kernel(octx, params, inputs, outputs, req):
+        g, lhs, rhs = inputs
+        y = None
+        if needs_y:
+            y = np.empty(g.shape, dtype=g.dtype)
+            fn(lhs, rhs, out=y)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dl, dr = partials(g, lhs, rhs, y)
+        assign(outputs[0], req[0], sum_to_shape(np.broadcast_to(dl, g.shape), lhs.shape))
+        assign(outputs[1], req[1], sum_to_shape(np.broadcast_to(dr, g.shape), rhs.shape))
+
+    def shape(params, in_shapes):
+        return list(in_shapes), [in_shapes[1], in_shapes[2]]
+
+    def dtype(params, in_types):
+        ins, outs = elemwise_type(params, in_types)
+        return ins, outs * 2
+
+    register(OpDef(name, kernel, arguments=("ograd", "lhs", "rhs"),
+                   outputs=("lhs_grad", "rhs_grad"), infer_shape=shape, infer_type=dtype,
+                   ignore_inputs=ignore_inputs))
+
+
+def register_binary(name: str, fn: Callable, partials: Callable = None, *, aliases: Sequence[str] = (),
+                    infer_shape: Callable = elemwise_shape, doc: str = "", grad: Callable = None,
+                    backward: str = None, ignore_inputs: Sequence[int] = ()) -> OpDef:
+    """Register ``name(lhs, rhs)`` computing ``fn(lhs, rhs, out=...)``.
+
+    ``partials`` makes a ``backward`` op (default ``_backward_<name>``; ``ignore_inputs`` are its
+    inputs read for their shape only); ``partials=None`` means a zero gradient unless ``grad``.
+    """
+    if grad is None and partials is not None:
+        bname = backward or "_backward_" + name.lstrip("_")
+        register_binary_backward(bname, fn, partials, ignore_inputs)
+
+        def grad(node, ograds):
+            n = make_node(bname, [ograds[0], *node.inputs], node.name + "_backward")
+            return [NodeEntry(n, 0, 0), NodeEntry(n, 1, 0)]
+    elif grad is None:
+        grad = zero_grads
+    return register(OpDef(name, make_kernel(fn), arguments=("lhs", "rhs"), infer_shape=infer_shape,
+                          inplace=[(0, 0), (1, 0)], gradient=grad, aliases=aliases,
+                          doc=doc or f"{name}(lhs, rhs), elementwise."))
+
+
+def _add_grad(node, ograds):
+    return [ograds[0], ograds[0]]
+
+
+def _sub_grad(node, ograds):
+    return [ograds[0], _neg_grad(node, ograds)[0]]
+
+
+register_binary("elemwise_add", np.add, grad=_add_grad, aliases=("_add", "_plus", "_Plus"))
+register_binary("elemwise_sub", np.subtract, grad=_sub_grad, aliases=("_sub", "_minus", "_Minus"))
+register_binary("elemwise_mul", *BINARY_MATH["mul"], aliases=("_mul", "_Mul"), backward="_backward_mul")
+register_binary("elemwise_div", *BINARY_MATH["div"], aliases=("_div", "_Div"), backward="_backward_div")
+for _name in ("power", "maximum", "minimum", "mod", "hypot"):
+    register_binary(f"_{_name}", *BINARY_MATH[_name], aliases=(f"_{_name.capitalize()}",))
+for _name, _fn in COMPARISONS.items():
+    _alias = "_" + "_".join(w.capitalize() for w in _name.split("_"))
+    register_binary(f"_{_name}", _fn, aliases=(_alias,))
+
