@@ -1,0 +1,151 @@
+# cython: language_level=3
+"""Pool bookkeeping in Cython: bucket arithmetic and counters in C (twin of ``mxref/storage/bookkeeping.py``).
+
+Same contract as the pure-Python ``PoolCore``: identical keys, block sizes, hit/miss pattern (LIFO
+free lists) and counters. Not thread-safe: the pooled manager calls it under its lock.
+"""
+
+cdef extern from *:
+    int __builtin_clzll(unsigned long long x) nogil
+
+STAT_KEYS = ("bytes_in_use", "bytes_pooled", "peak_bytes_in_use", "num_alloc", "num_free",
+             "num_pool_hits", "num_release_all")
+
+cdef enum:
+    KIND_NAIVE = 0
+    KIND_ROUND = 1
+    KIND_UNPOOLED = 2
+
+
+cdef inline unsigned long long _round_up(unsigned long long x, unsigned long long m) nogil:
+    return (x + m - 1) // m * m
+
+
+cdef inline int _bit_length(unsigned long long x) nogil:
+    # Python's int.bit_length(); __builtin_clzll(0) is undefined, hence the test.
+    if x == 0:
+        return 0
+    return 64 - __builtin_clzll(x)
+
+
+cdef class PoolCore:
+    """Free lists keyed by bucket, plus usage counters; see ``mxref.storage.bookkeeping.PoolCore``."""
+
+    cdef readonly object strategy
+    cdef int kind
+    cdef unsigned long long page_size, large_round, cutoff, min_bucket
+    cdef dict _free
+    cdef public long long bytes_in_use, bytes_pooled, peak_bytes_in_use
+    cdef public long long num_alloc, num_free, num_pool_hits, num_release_all
+
+    def __init__(self, strategy):
+        kinds = {"Naive": KIND_NAIVE, "Round": KIND_ROUND, "Unpooled": KIND_UNPOOLED}
+        if strategy.kind not in kinds:
+            raise ValueError(f"storage_core: unknown strategy kind {strategy.kind!r}")
+        self.strategy = strategy
+        self.kind = kinds[strategy.kind]
+        self.page_size = strategy.page_size
+        self.large_round = strategy.large_alloc_round_size
+        self.cutoff = strategy.cutoff
+        self.min_bucket = _bit_length(self.page_size - 1)
+        self._free = {}
+        self.bytes_in_use = 0
+        self.bytes_pooled = 0
+        self.peak_bytes_in_use = 0
+        self.num_alloc = 0
+        self.num_free = 0
+        self.num_pool_hits = 0
+        self.num_release_all = 0
+
+    cdef inline unsigned long long _bucket(self, unsigned long long size):
+        cdef unsigned long long log2_ceil
+        if size < 1:
+            size = 1
+        if self.kind == KIND_NAIVE:
+            size = _round_up(size, self.page_size)
+            if size > self.large_round:
+                size = _round_up(size, self.large_round)
+            return size
+        if self.kind == KIND_ROUND:
+            log2_ceil = _bit_length(size - 1)
+            if log2_ceil > self.cutoff:
+                # ceil(size / 2^cutoff) - 1 + cutoff: linear buckets above the cutoff
+                return ((size + (1ULL << self.cutoff) - 1) >> self.cutoff) - 1 + self.cutoff
+            return log2_ceil if log2_ceil > self.min_bucket else self.min_bucket
+        return size
+
+    cdef inline unsigned long long _block_size(self, unsigned long long key):
+        if self.kind == KIND_ROUND:
+            if key <= self.cutoff:
+                return 1ULL << key
+            return (key - self.cutoff + 1) << self.cutoff
+        return key
+
+    def bucket(self, unsigned long long nbytes):
+        """The free-list key of a request of ``nbytes``."""
+        return self._bucket(nbytes)
+
+    def block_size(self, unsigned long long key):
+        """Bytes in each block kept under ``key``."""
+        return self._block_size(key)
+
+    cdef inline void _hand_out(self, long long size):
+        self.num_alloc += 1
+        self.bytes_in_use += size
+        if self.bytes_in_use > self.peak_bytes_in_use:
+            self.peak_bytes_in_use = self.bytes_in_use
+
+    def take(self, key):
+        """Pop the most recently freed block of bucket ``key`` (a hit), or ``None`` (a miss)."""
+        cdef list blocks = self._free.get(key)
+        if not blocks:
+            return None
+        block = blocks.pop()
+        cdef long long size = self._block_size(key)
+        self.bytes_pooled -= size
+        self.num_pool_hits += 1
+        self._hand_out(size)
+        return block
+
+    def track_new(self, unsigned long long key):
+        """Count a block of bucket ``key`` that the caller just got from the device."""
+        self._hand_out(self._block_size(key))
+
+    def give(self, key, block):
+        """Return a live block to its free list; ``False`` means "not pooled, free it yourself"."""
+        cdef long long size = self._block_size(key)
+        self.num_free += 1
+        self.bytes_in_use -= size
+        if self.kind == KIND_UNPOOLED:
+            return False
+        cdef list blocks = self._free.get(key)
+        if blocks is None:
+            blocks = []
+            self._free[key] = blocks
+        blocks.append(block)
+        self.bytes_pooled += size
+        return True
+
+    def forget(self, unsigned long long key):
+        """Count a live block of bucket ``key`` that the caller freed on the device (``direct_free``)."""
+        self.num_free += 1
+        self.bytes_in_use -= <long long>self._block_size(key)
+
+    def drain(self):
+        """Empty every free list; return the ``(key, block)`` pairs for the caller to free."""
+        out = [(key, block) for key, blocks in self._free.items() for block in blocks]
+        self._free.clear()
+        self.bytes_pooled = 0
+        self.num_release_all += 1
+        return out
+
+    def free_counts(self):
+        """How many blocks wait in each non-empty free list (for tests and debugging)."""
+        return {key: len(blocks) for key, blocks in self._free.items() if blocks}
+
+    def stats(self):
+        """The counters named in ``STAT_KEYS``."""
+        return {"bytes_in_use": self.bytes_in_use, "bytes_pooled": self.bytes_pooled,
+                "peak_bytes_in_use": self.peak_bytes_in_use, "num_alloc": self.num_alloc,
+                "num_free": self.num_free, "num_pool_hits": self.num_pool_hits,
+                "num_release_all": self.num_release_all}
