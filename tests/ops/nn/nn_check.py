@@ -106,3 +106,40 @@ def load_fixture(name: str) -> Dict[str, np.ndarray]:
         pytest.fail(f"missing fixture {path}; run tests/fixtures/ops_nn/make_fixtures.py")
     with np.load(path) as f:
         return dict(f)
+
+
+def fixture_cases(name: str) -> Dict[str, Dict[str, np.ndarray]]:
+    """The cases of ``<name>.npz`` as ``{case: {key: array}}`` (see make_fixtures.py)."""
+    cases: Dict[str, Dict[str, np.ndarray]] = {}
+    for key, value in load_fixture(name + ".npz").items():
+        case, field = key.split("/", 1)
+        cases.setdefault(case, {})[field] = value
+    return cases
+
+
+def check_fixture(op_name: str, case: Dict[str, np.ndarray], is_train: bool = True,
+                  rtol: float = 1e-5, atol: float = 1e-6, backward: bool = True) -> None:
+    """Outputs, input gradients and aux states agree with what MXNet 1.9.1 computed for ``case``."""
+    import json
+    params = json.loads(str(case["params"]))
+    op = registry.get(op_name)
+    names = op.list_inputs(op.parse_params(params))
+    inputs = [case["in_" + n].copy() for n in names]
+    outs = forward(op_name, inputs, is_train=is_train, **params)
+    for i, o in enumerate(outs):
+        if f"out{i}" in case:
+            np.testing.assert_allclose(o, case[f"out{i}"], rtol=rtol, atol=atol, err_msg=f"out{i}")
+    for n, x in zip(names, inputs):
+        if "aux_" + n in case:
+            np.testing.assert_allclose(x, case["aux_" + n], rtol=rtol, atol=atol, err_msg=n)
+    if not backward:
+        return
+    heads = [case[f"ograd{i}"] for i in range(len(outs)) if f"ograd{i}" in case]
+    heads += [np.zeros_like(o) for o in outs[len(heads):]] if heads else []
+    gs = grads(op_name, [case["in_" + n] for n in names], heads or None, is_train=is_train, **params)
+    for n, g in zip(names, gs):
+        want = case.get("grad_" + n)
+        if want is None:
+            continue
+        got = np.zeros_like(want) if g is None else g
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg="grad of " + n)

@@ -1,0 +1,46 @@
+"""softmax / log_softmax: axis, temperature and dtype; gradients through the output."""
+import numpy as np
+import pytest
+from nn_check import check_gradient, forward
+
+from mxref.base import MXNetError
+from mxref.ops import registry
+
+
+def _ref(x, axis, t=1.0):
+    z = x / t
+    e = np.exp(z - z.max(axis, keepdims=True))
+    return e / e.sum(axis, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_forward(rng, dtype, axis):
+    """softmax sums to one along axis; log_softmax is its logarithm."""
+    x = (rng.standard_normal((3, 4, 2)) * 5).astype(dtype)
+    (y,) = forward("softmax", [x], axis=axis)
+    (ly,) = forward("log_softmax", [x], axis=axis)
+    assert y.dtype == ly.dtype == dtype
+    np.testing.assert_allclose(y, _ref(x.astype(np.float64), axis), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(ly, np.log(_ref(x.astype(np.float64), axis)), rtol=1e-5, atol=1e-6)
+
+
+def test_temperature_and_dtype(rng):
+    """temperature divides the logits; dtype sets the output type (float64 from float32 here)."""
+    x = rng.standard_normal((2, 5)).astype(np.float32)
+    (y,) = forward("softmax", [x], temperature=2.5, dtype="float64")
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, _ref(x.astype(np.float64), -1, 2.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"temperature": 0.7}])
+def test_gradient(rng, op, kw):
+    """Gradients from (ograd, output) agree with central differences."""
+    check_gradient(op, [rng.standard_normal((3, 4))], **kw)
+
+
+def test_use_length_is_rejected():
+    """use_length is not supported and says so."""
+    with pytest.raises(MXNetError, match="use_length"):
+        registry.get("softmax").parse_params({"use_length": True})
