@@ -1,1 +1,36 @@
-"""NDArray: an n-dimensional array whose every operation is an engine operation."""
+"""NDArray: an n-dimensional array whose every operation is an engine operation (``mx.nd``).
+
+Layout: ``chunk.py`` (memory + engine variable), ``ndarray.py`` (the class, views, operators),
+``indexing.py`` (copying indexing, slice assignment), ``imperative.py`` (running an operator),
+``register.py`` (the generated ``mx.nd.<op>`` functions), ``utils.py`` (creation), ``io.py``
+(MXNet's binary save/load) and ``random.py`` (``mx.nd.random``).
+"""
+from __future__ import annotations
+
+import sys
+
+from ..ops import registry as _registry
+from . import methods as _methods  # noqa: F401 - binds op-backed NDArray methods
+from . import random
+from .imperative import is_training, set_is_training
+from .io import load, load_frombuffer, save, save_tobuffer
+from .ndarray import NDArray
+from .register import make_function as _make_function
+from .register import namespace_of as _namespace_of
+from .register import populate as _populate
+from .utils import arange, array, empty, eye, full, ones, ones_like, waitall, zeros, zeros_like
+
+__all__ = ["NDArray", "random", "is_training", "set_is_training", "load", "load_frombuffer", "save",
+           "save_tobuffer", "arange", "array", "empty", "eye", "full", "ones", "ones_like", "waitall",
+           "zeros", "zeros_like"]   # plus one generated function per registered operator
+
+_populate(sys.modules[__name__])
+
+
+def __getattr__(name: str):
+    """Operators registered after import (plugins, tests) still appear as ``mx.nd.<name>``."""
+    if _registry.exists(name) and _namespace_of(name)[0] == "op":
+        fn = _make_function(_registry.get(name), name)
+        globals()[name] = fn
+        return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,67 @@
+"""Chunk: the memory behind one or more NDArrays, with the engine variable that orders its uses."""
+from __future__ import annotations
+
+import threading
+
+from .. import engine as _engine
+from .. import storage as _storage
+
+__all__ = ["Chunk"]
+
+# Allocation is rare (once per chunk), so one lock for all chunks is cheap and keeps two workers
+# that touch a fresh chunk at the same time from allocating it twice.
+_alloc_lock = threading.Lock()
+
+
+def _free_nothing(run_ctx) -> None:
+    """Delete function of a chunk that was never written: there is no memory to return."""
+
+
+class Chunk:
+    """``nbytes`` of storage on ``ctx``, allocated on first use, and the engine variable ``var``.
+
+    NDArrays that view the same memory (reshapes, axis-0 slices) share one ``Chunk`` and hence one
+    variable, so the engine orders a write through a view with every use of the base array.
+
+    Memory is allocated by :meth:`data` the first time anyone needs it; for results of operators
+    that is inside the pushed function, on the engine worker, in dependency order (MXNet's
+    ``delay_alloc``). When the last reference goes away the chunk asks the engine to delete its
+    variable; the free runs after every operation already pushed on the variable.
+    """
+
+    __slots__ = ("var", "ctx", "nbytes", "handle", "__weakref__")
+
+    def __init__(self, nbytes: int, ctx, var, handle=None):
+        self.var = var
+        self.ctx = ctx
+        self.nbytes = nbytes
+        self.handle = handle
+
+    def data(self):
+        """The chunk's bytes (a 1-D ``uint8`` numpy array), allocating them on first use."""
+        handle = self.handle
+        if handle is None:
+            with _alloc_lock:
+                handle = self.handle
+                if handle is None:
+                    handle = self.handle = _storage.alloc(self.nbytes, self.ctx)
+        return handle.buffer
+
+    @property
+    def allocated(self) -> bool:
+        return self.handle is not None
+
+    def __del__(self):
+        # NOTE: this may run on any thread (often an engine worker dropping a finished op's
+        # closure) and during interpreter shutdown, when modules are half torn down; a failure
+        # here must never propagate, at worst the memory is reclaimed by the garbage collector.
+        try:
+            handle = self.handle
+            if handle is None:
+                free_fn = _free_nothing
+            else:
+                def free_fn(run_ctx, handle=handle):
+                    _storage.free(handle)
+            _engine.get().delete_variable(free_fn, self.ctx, self.var)
+        except Exception:  # noqa: BLE001
+            pass

@@ -1,0 +1,99 @@
+"""NDArray indexing that is not a view: copies for ``a[:, 1]``-style keys, and slice assignment."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import engine as _engine
+from ..base import MXNetError, numeric_types
+from .ndarray import NDArray, _empty
+
+__all__ = ["getitem_copy", "setitem"]
+
+
+def _normalize_key(key):
+    """Make a key numpy understands; NDArray indices are read now (they decide the result shape)."""
+    if isinstance(key, tuple):
+        return tuple(_normalize_key(k) for k in key)
+    if isinstance(key, NDArray):
+        idx = key.asnumpy()
+        return idx.astype(np.int64) if idx.dtype.kind == "f" else idx
+    if isinstance(key, list):
+        return np.asarray(key)
+    return key
+
+
+def _result_shape(shape, key, what: str):
+    """The shape ``x[key]`` has, found without touching memory (a zero-strided stand-in array)."""
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, (0,) * len(shape))
+    try:
+        return probe[key].shape
+    except (IndexError, TypeError, ValueError) as exc:
+        raise MXNetError(f"{what}: invalid index {key!r} for an array of shape {shape}: {exc}") from None
+
+
+def getitem_copy(src: NDArray, key) -> NDArray:
+    """``src[key]`` as a new array (MXNet 1.x copies for anything but axis-0 basic slices)."""
+    key = _normalize_key(key)
+    shape = _result_shape(src._shape, key, "NDArray.__getitem__")
+    # MXNet 1.x has no 0-d arrays: an element comes back with shape (1,).
+    out_shape = shape if shape else (1,)
+    out = _empty(out_shape, src._chunk.ctx, src._dtype)
+
+    def take(run_ctx):
+        out._data()[...] = np.reshape(src._data()[key], out_shape)
+
+    _engine.get().push_sync(take, src._chunk.ctx, (src._chunk.var,), (out._chunk.var,), name="_slice")
+    return out
+
+
+def setitem(dst: NDArray, key, value) -> None:
+    """``dst[key] = value`` for int/slice/tuple keys and scalar, NDArray or array-like values.
+
+    Pushed as one engine operation writing ``dst``'s variable, so it is ordered with every other
+    use of ``dst`` and of any array sharing its memory. Shape mismatches raise now.
+    """
+    key = _normalize_key(key)
+    target = _result_shape(dst._shape, key, "NDArray.__setitem__")
+    const_vars = ()
+    if isinstance(value, NDArray):
+        _check_broadcast(value._shape, target, key)
+        src = value
+        const_vars = (src._chunk.var,)
+
+        def assign(run_ctx):
+            dst._data()[key] = src._data()
+
+        name = "_slice_assign"
+    elif isinstance(value, numeric_types):
+        scalar = value
+
+        def assign(run_ctx):
+            dst._data()[key] = scalar
+
+        name = "_slice_assign_scalar"
+    else:
+        try:
+            host = np.array(value, dtype=dst._dtype)   # copied now: the caller may change it later
+        except (TypeError, ValueError) as exc:
+            raise MXNetError(f"NDArray.__setitem__: cannot assign a {type(value).__name__}: {exc}") from None
+        _check_broadcast(host.shape, target, key)
+
+        def assign(run_ctx):
+            dst._data()[key] = host
+
+        name = "_slice_assign"
+    _engine.get().push_sync(assign, dst._chunk.ctx, const_vars, (dst._chunk.var,), name=name)
+
+
+def _check_broadcast(value_shape, target_shape, key) -> None:
+    """numpy's assignment rule: leading 1s of the value drop, the rest broadcasts to the target."""
+    value_shape = tuple(value_shape)
+    while len(value_shape) > len(target_shape) and value_shape[0] == 1:
+        value_shape = value_shape[1:]
+    try:
+        ok = np.broadcast_shapes(value_shape, tuple(target_shape)) == tuple(target_shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise MXNetError(f"NDArray.__setitem__: cannot assign a value of shape {tuple(value_shape)} to "
+                         f"index {key!r}, which selects shape {tuple(target_shape)}")

@@ -1,0 +1,190 @@
+"""``mx.nd.save`` / ``load`` / ``load_frombuffer`` in MXNet's binary NDArray list format.
+
+Layout (little-endian), as ``NDArray::Save`` in MXNet 1.9.1 ``src/ndarray/ndarray.cc`` writes it::
+
+    file   := uint64 0x112 | uint64 0 | uint64 n | array * n | uint64 k | name * k   (k = 0 or n)
+    name   := uint64 len | len bytes (utf-8)
+    array  := uint32 magic | int32 stype | shape | ctx | int32 dtype_flag | raw data
+    shape  := int32 ndim | int64 * ndim
+    ctx    := int32 dev_type | int32 dev_id
+
+``magic`` is 0xF993FAC9 (V2). mxref also reads V3 (0xF993FACA, numpy shape semantics, 0-d arrays),
+V1 (0xF993FAC8, no storage type) and the oldest layout, where the first word is ``ndim`` and
+dimensions are uint32. Dense storage only: sparse arrays (stype 1 and 2) are rejected.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from typing import Dict, List, Union
+
+import numpy as np
+
+from ..base import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, MXNetError
+from ..context import cpu
+from .ndarray import NDArray, _from_numpy
+
+__all__ = ["save", "load", "load_frombuffer", "save_tobuffer"]
+
+LIST_MAGIC = 0x112
+V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+def _write_array(parts: list, arr: NDArray) -> None:
+    host = arr.asnumpy()   # waits for pending writes; raises their errors before anything is written
+    # NOTE: MXNet 1.x (V2) cannot represent 0-d arrays (ndim 0 means "no array"), so those are
+    # written in V3, MXNet's numpy-shape layout, which mxref reads back; everything else is V2.
+    magic = V3_MAGIC if host.ndim == 0 else V2_MAGIC
+    parts.append(struct.pack("<Iii", magic, 0, host.ndim))
+    parts.append(struct.pack(f"<{host.ndim}q", *host.shape))
+    parts.append(struct.pack("<iii", 1, 0, DTYPE_NP_TO_MX[host.dtype]))   # saved from cpu(0)
+    parts.append(np.ascontiguousarray(host).astype(host.dtype.newbyteorder("<"), copy=False).tobytes())
+
+
+def save_tobuffer(data) -> bytes:
+    """The bytes ``save`` would write (MXNet's ``NDArray.save`` list/dict format)."""
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        names, arrays = list(data.keys()), list(data.values())
+        if not all(isinstance(k, str) for k in names):
+            raise MXNetError("save: dictionary keys must be strings")
+    elif isinstance(data, (list, tuple)):
+        names, arrays = [], list(data)
+    else:
+        raise MXNetError("save: data must be an NDArray, a list of NDArrays or a dict of str -> NDArray, "
+                         f"got {type(data).__name__}")
+    for a in arrays:
+        if not isinstance(a, NDArray):
+            raise MXNetError(f"save: every value must be an NDArray, got {type(a).__name__}")
+    parts = [struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays))]
+    for a in arrays:
+        _write_array(parts, a)
+    parts.append(struct.pack("<Q", len(names)))
+    for n in names:
+        raw = n.encode("utf-8")
+        parts.append(struct.pack("<Q", len(raw)))
+        parts.append(raw)
+    return b"".join(parts)
+
+
+def save(fname: Union[str, os.PathLike], data) -> None:
+    """Save an NDArray, a list of them or a ``str -> NDArray`` dict in MXNet's binary format.
+
+    The file loads in MXNet 1.x with ``mx.nd.load`` and back in mxref with :func:`load`.
+    """
+    blob = save_tobuffer(data)
+    with open(fname, "wb") as f:
+        f.write(blob)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+class _Reader:
+    """A cursor over the bytes; every short read is a format error naming what was being read."""
+
+    __slots__ = ("buf", "pos", "source")
+
+    def __init__(self, buf, source: str):
+        self.buf = memoryview(buf).cast("B")
+        self.pos = 0
+        self.source = source
+
+    def take(self, n: int, what: str) -> memoryview:
+        end = self.pos + n
+        if n < 0 or end > len(self.buf):
+            raise MXNetError(f"Invalid NDArray file format in {self.source}: truncated while reading "
+                             f"{what} (need {n} bytes at offset {self.pos}, file has {len(self.buf)})")
+        chunk = self.buf[self.pos:end]
+        self.pos = end
+        return chunk
+
+    def unpack(self, fmt: str, what: str):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
+
+
+def _read_shape(r: _Reader, wide: bool, what: str):
+    (ndim,) = r.unpack("<i", f"{what} ndim")
+    if ndim < -1 or ndim > 32:
+        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has ndim {ndim}")
+    if ndim <= 0:
+        return ndim, ()
+    return ndim, r.unpack(f"<{ndim}{'q' if wide else 'I'}", f"{what} dimensions")
+
+
+def _read_array(r: _Reader, index: int):
+    what = f"array {index}"
+    (magic,) = r.unpack("<I", f"{what} magic")
+    if magic in (V2_MAGIC, V3_MAGIC):
+        (stype,) = r.unpack("<i", f"{what} storage type")
+        if stype != 0:
+            raise MXNetError(f"{r.source}: {what} has sparse storage type {stype}; mxref NDArrays are "
+                             "dense only (convert with tostype('default') before saving)")
+        ndim, shape = _read_shape(r, True, f"{what} shape")
+        # V2 marks "no array" with ndim 0; V3 with ndim -1 (0 is a real 0-d array there).
+        if (magic == V2_MAGIC and ndim == 0) or ndim == -1:
+            return None
+    elif magic == V1_MAGIC:
+        ndim, shape = _read_shape(r, True, f"{what} shape")
+        if ndim <= 0:
+            return None
+    else:
+        if magic > 32:
+            raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} starts with unknown "
+                             f"magic 0x{magic:X}")
+        shape = r.unpack(f"<{magic}I", f"{what} dimensions") if magic else ()
+        if magic == 0:
+            return None
+    r.unpack("<ii", f"{what} context")
+    (flag,) = r.unpack("<i", f"{what} dtype")
+    if flag not in DTYPE_MX_TO_NP:
+        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has unknown dtype flag {flag}")
+    dtype = DTYPE_MX_TO_NP[flag]
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = r.take(count * dtype.itemsize, f"{what} data ({count} x {dtype.name})")
+    host = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+    return _from_numpy(host, cpu(0))
+
+
+def load_frombuffer(buf, source: str = "buffer") -> Union[List[NDArray], Dict[str, NDArray]]:
+    """Load arrays from bytes in MXNet's format: a list, or a dict when the file carries names."""
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise MXNetError(f"load_frombuffer: expected bytes, got {type(buf).__name__}")
+    r = _Reader(buf, source)
+    magic, _reserved = r.unpack("<QQ", "header")
+    if magic != LIST_MAGIC:
+        raise MXNetError(f"Invalid NDArray file format in {source}: magic 0x{magic:X}, expected 0x112")
+    (count,) = r.unpack("<Q", "array count")
+    if count > len(r.buf):
+        raise MXNetError(f"Invalid NDArray file format in {source}: claims {count} arrays")
+    arrays = [_read_array(r, i) for i in range(count)]
+    (nnames,) = r.unpack("<Q", "name count")
+    if nnames not in (0, count):
+        raise MXNetError(f"Invalid NDArray file format in {source}: {nnames} names for {count} arrays")
+    names = []
+    for i in range(nnames):
+        (length,) = r.unpack("<Q", f"name {i} length")
+        raw = r.take(length, f"name {i}")
+        try:
+            names.append(bytes(raw).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise MXNetError(f"Invalid NDArray file format in {source}: name {i} is not utf-8") from None
+    if r.pos != len(r.buf):
+        raise MXNetError(f"Invalid NDArray file format in {source}: {len(r.buf) - r.pos} trailing bytes")
+    return dict(zip(names, arrays)) if names else arrays
+
+
+def load(fname: Union[str, os.PathLike]) -> Union[List[NDArray], Dict[str, NDArray]]:
+    """Load a file written by ``mx.nd.save`` (mxref's or MXNet's): a list, or a dict of named arrays."""
+    try:
+        with open(fname, "rb") as f:
+            blob = f.read()
+    except OSError as exc:
+        raise MXNetError(f"load: cannot read {fname}: {exc}") from None
+    return load_frombuffer(blob, str(fname))

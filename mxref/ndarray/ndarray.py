@@ -1,0 +1,378 @@
+"""The NDArray class: a Chunk seen through shape, dtype and byte offset; operators push to the engine."""
+from __future__ import annotations
+
+import math
+from typing import Optional, Tuple, Union
+
+import numpy as np
+
+from .. import engine as _engine
+from ..base import MXNetError, normalize_dtype, numeric_types
+from ..context import Context, current_context
+from .chunk import Chunk
+
+__all__ = ["NDArray"]
+
+_EMPTY: dict = {}
+
+
+class NDArray:
+    """An n-dimensional array whose every operation is an engine operation (MXNet 1.x semantics).
+
+    Operations return at once; the work runs on an engine worker in dependency order. Reading the
+    values (``asnumpy``, ``asscalar``, ``wait_to_read``) waits, and raises the error of any failed
+    operation that produced them::
+
+        a = mx.nd.ones((2, 3))
+        b = a * 2 + 1        # queued, not yet computed
+        b.asnumpy()          # waits, then copies to numpy
+
+    Reshapes and axis-0 basic slices (``a[1:3]``, ``a[2]``) are views: they share ``a``'s memory
+    and engine variable, so writes through them change ``a`` and are ordered with its other uses.
+    Other indexing returns a copy.
+    """
+
+    __slots__ = ("_chunk", "_shape", "_dtype", "_offset", "_np", "_ag", "_grad", "__weakref__")
+    # Keep numpy from treating NDArray as a sequence in mixed expressions (``np_array + nd``).
+    __array_priority__ = 1000.0
+
+    def __init__(self, chunk: Chunk, shape: Tuple[int, ...], dtype: np.dtype, offset: int = 0):
+        self._chunk = chunk
+        self._shape = shape
+        self._dtype = dtype
+        self._offset = offset
+        self._np = None     # cached numpy view of the memory, built on first use
+        self._ag = None     # autograd's record of how this array was computed (mxref.autograd)
+        self._grad = None   # gradient buffer attached by autograd
+
+    # -- the memory ------------------------------------------------------------------------
+    def _data(self) -> np.ndarray:
+        """The numpy view of this array's memory (allocating the chunk on first use).
+
+        Only for code that runs inside engine operations, or after a wait: it does not wait.
+        """
+        view = self._np
+        if view is None:
+            buf = self._chunk.data()
+            nbytes = math.prod(self._shape) * self._dtype.itemsize
+            view = buf[self._offset:self._offset + nbytes].view(self._dtype).reshape(self._shape)
+            self._np = view
+        return view
+
+    def _view(self, shape: Tuple[int, ...], offset: int) -> "NDArray":
+        return NDArray(self._chunk, shape, self._dtype, offset)
+
+    # -- attributes ------------------------------------------------------------------------
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self):
+        """The numpy scalar type (``numpy.float32``), as MXNet returns it."""
+        return self._dtype.type
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def context(self) -> Context:
+        return self._chunk.ctx
+
+    ctx = context
+
+    @property
+    def stype(self) -> str:
+        return "default"
+
+    @property
+    def T(self) -> "NDArray":
+        if self.ndim > 2:
+            raise MXNetError(f"NDArray.T: only for arrays with at most 2 dimensions, got shape "
+                             f"{self._shape}; use transpose(axes=...)")
+        return _imperative.invoke_name("transpose", [self], _EMPTY, None)[0]
+
+    @property
+    def grad(self) -> Optional["NDArray"]:
+        return self._grad
+
+    @property
+    def writable(self) -> bool:
+        return True
+
+    # -- synchronisation and copies to the host --------------------------------------------
+    def wait_to_read(self) -> None:
+        """Block until every pending write of this array is done; raise the error of a failed one."""
+        _engine.get().wait_for_var(self._chunk.var)
+
+    def wait_to_write(self) -> None:
+        """Block until every pending read and write of this array is done."""
+        eng = _engine.get()
+        eng.push_sync(_nothing, self._chunk.ctx, (), (self._chunk.var,), name="WaitToWrite")
+        eng.wait_for_var(self._chunk.var)
+
+    def asnumpy(self) -> np.ndarray:
+        """A numpy copy of the values; waits for pending writes and raises their errors."""
+        self.wait_to_read()
+        return self._data().copy()
+
+    def asscalar(self):
+        """The value of a one-element array as a numpy scalar."""
+        if self.size != 1:
+            raise ValueError("The current array is not a scalar")
+        return self.asnumpy().reshape(-1)[0]
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.asnumpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    # -- copies between arrays and devices -------------------------------------------------
+    def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
+        """Copy into ``other`` (an NDArray of the same shape) or into a new array on a context."""
+        if isinstance(other, Context):
+            target = _empty(self._shape, other, self._dtype)
+        elif isinstance(other, NDArray):
+            if other is self or (other._chunk is self._chunk and other._offset == self._offset):
+                return other   # copying an array onto itself: nothing to do (MXNet warns)
+            if other._shape != self._shape:
+                raise MXNetError(f"copyto: shape mismatch, source {self._shape} vs target {other._shape}")
+            target = other
+        else:
+            raise MXNetError(f"copyto: target must be an NDArray or a Context, got {type(other).__name__}")
+        src = self
+
+        def copy(run_ctx):
+            target._data()[...] = src._data()
+
+        _engine.get().push_sync(copy, target._chunk.ctx, (src._chunk.var,), (target._chunk.var,),
+                                name="_copyto")
+        return target
+
+    def copy(self) -> "NDArray":
+        """A new array with the same values on the same context."""
+        return self.copyto(self._chunk.ctx)
+
+    def as_in_context(self, context: Context) -> "NDArray":
+        """This array if it already lives on ``context``, else a copy there."""
+        if self._chunk.ctx == context:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype, copy: bool = True) -> "NDArray":
+        """Values converted to ``dtype``; with ``copy=False`` and the same dtype, ``self``."""
+        dt = normalize_dtype(dtype, "astype dtype")
+        if not copy and dt == self._dtype:
+            return self
+        return _imperative.invoke_name("Cast", [self], {"dtype": dt}, None)[0]
+
+    # -- views -----------------------------------------------------------------------------
+    def reshape(self, *shape, **kwargs) -> "NDArray":
+        """A view with a new shape; MXNet's special codes 0, -1, -2, -3, -4 are understood.
+
+        ``a.reshape(2, 3)``, ``a.reshape((2, 3))`` and ``a.reshape(shape=(2, 3))`` are the same.
+        """
+        if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = tuple(shape[0])
+        if shape:
+            if "shape" in kwargs:
+                raise MXNetError("reshape: give the shape positionally or as shape=, not both")
+            kwargs["shape"] = shape
+        from ..ops import registry  # noqa: PLC0415 - ops register after this module loads
+        op = registry.get("Reshape")
+        params = op.parse_params(kwargs)
+        _, (new_shape,) = op.infer_shape(params, [self._shape])
+        if math.prod(new_shape) != self.size:
+            raise MXNetError(f"reshape: cannot reshape array of shape {self._shape} into {new_shape}")
+        return self._view(tuple(new_shape), self._offset)
+
+    def reshape_like(self, other: "NDArray") -> "NDArray":
+        return self.reshape(other.shape)
+
+    def _at(self, idx: int) -> "NDArray":
+        """View of ``self[idx]`` along axis 0 (shape ``(1,)`` for a 1-D array, as MXNet 1.x)."""
+        n = self._shape[0]
+        if idx < 0:
+            idx += n
+        if not 0 <= idx < n:
+            raise IndexError(f"index {idx} is out of bounds for axis 0 with size {n}")
+        row = self._shape[1:] or (1,)
+        row_bytes = math.prod(self._shape[1:]) * self._dtype.itemsize
+        return self._view(row, self._offset + idx * row_bytes)
+
+    def _slice(self, start: int, stop: int) -> "NDArray":
+        row_bytes = math.prod(self._shape[1:]) * self._dtype.itemsize
+        return self._view((stop - start,) + self._shape[1:], self._offset + start * row_bytes)
+
+    def __getitem__(self, key):
+        if self.ndim == 0:
+            raise IndexError("cannot index a 0-d NDArray")
+        if isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            return self._at(int(key))
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(self._shape[0])
+            return self._slice(start, max(start, stop))
+        return _indexing.getitem_copy(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        _indexing.setitem(self, key, value)
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d NDArray")
+        return self._shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self._at(i)
+
+    # -- Python protocol -------------------------------------------------------------------
+    def __repr__(self) -> str:
+        shape_info = "x".join(str(d) for d in self._shape)
+        return f"\n{self.asnumpy()}\n<{type(self).__name__} {shape_info} @{self.context}>"
+
+    def __bool__(self) -> bool:
+        n = self.size
+        if n == 0:
+            return False
+        if n == 1:
+            return bool(self.asscalar())
+        raise ValueError("The truth value of an NDArray with multiple elements is ambiguous.")
+
+    def __hash__(self) -> int:
+        return id(self) // 16
+
+    def __reduce__(self):
+        return _from_numpy, (self.asnumpy(), str(self.context))
+
+    # -- arithmetic and comparison (each is one operator pushed to the engine) -------------
+    def _binary(self, other, elem: Optional[str], bcast: str, scalar: str, out=None):
+        if isinstance(other, NDArray):
+            name = elem if elem is not None and other._shape == self._shape else bcast
+            return _imperative.invoke_name(name, [self, other], _EMPTY, out)[0]
+        if isinstance(other, numeric_types):
+            return _imperative.invoke_name(scalar, [self], {"scalar": other}, out)[0]
+        return NotImplemented
+
+    def _scalar_only(self, other, scalar: str):
+        if isinstance(other, numeric_types):
+            return _imperative.invoke_name(scalar, [self], {"scalar": other}, None)[0]
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._binary(o, "elemwise_add", "broadcast_add", "_plus_scalar")
+
+    __radd__ = __add__
+
+    def __iadd__(self, o):
+        return self._binary(o, "elemwise_add", "broadcast_add", "_plus_scalar", self)
+
+    def __sub__(self, o):
+        return self._binary(o, "elemwise_sub", "broadcast_sub", "_minus_scalar")
+
+    def __rsub__(self, o):
+        return self._scalar_only(o, "_rminus_scalar")
+
+    def __isub__(self, o):
+        return self._binary(o, "elemwise_sub", "broadcast_sub", "_minus_scalar", self)
+
+    def __mul__(self, o):
+        return self._binary(o, "elemwise_mul", "broadcast_mul", "_mul_scalar")
+
+    __rmul__ = __mul__
+
+    def __imul__(self, o):
+        return self._binary(o, "elemwise_mul", "broadcast_mul", "_mul_scalar", self)
+
+    def __truediv__(self, o):
+        return self._binary(o, "elemwise_div", "broadcast_div", "_div_scalar")
+
+    def __rtruediv__(self, o):
+        return self._scalar_only(o, "_rdiv_scalar")
+
+    def __itruediv__(self, o):
+        return self._binary(o, "elemwise_div", "broadcast_div", "_div_scalar", self)
+
+    __div__, __rdiv__, __idiv__ = __truediv__, __rtruediv__, __itruediv__
+
+    def __mod__(self, o):
+        return self._binary(o, None, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, o):
+        return self._scalar_only(o, "_rmod_scalar")
+
+    def __imod__(self, o):
+        return self._binary(o, None, "broadcast_mod", "_mod_scalar", self)
+
+    def __pow__(self, o):
+        return self._binary(o, None, "broadcast_power", "_power_scalar")
+
+    def __rpow__(self, o):
+        return self._scalar_only(o, "_rpower_scalar")
+
+    def __neg__(self):
+        return _imperative.invoke_name("_mul_scalar", [self], {"scalar": -1.0}, None)[0]
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _imperative.invoke_name("abs", [self], _EMPTY, None)[0]
+
+    def __eq__(self, o):
+        return self._binary(o, None, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, o):
+        return self._binary(o, None, "broadcast_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, o):
+        return self._binary(o, None, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, o):
+        return self._binary(o, None, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, o):
+        return self._binary(o, None, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, o):
+        return self._binary(o, None, "broadcast_lesser_equal", "_lesser_equal_scalar")
+
+
+def _nothing(run_ctx) -> None:
+    """An empty write: pushed by ``wait_to_write`` to flush the readers queued before it."""
+
+
+def _empty(shape, ctx, dtype) -> NDArray:
+    """A new array whose memory is allocated later, by the first operation that writes it."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    return NDArray(Chunk(nbytes, ctx, _engine.get().new_variable()), shape, dtype, 0)
+
+
+def _from_numpy(source: np.ndarray, ctx=None) -> NDArray:
+    """A new array holding a copy of ``source`` (same dtype), written now on the calling thread.
+
+    A brand-new variable has nothing queued on it, so the copy needs no engine operation.
+    """
+    if ctx is None:
+        ctx = current_context()
+    elif isinstance(ctx, str):
+        ctx = _parse_context(ctx)
+    arr = _empty(tuple(int(d) for d in source.shape), ctx, normalize_dtype(source.dtype))
+    arr._data()[...] = source
+    return arr
+
+
+def _parse_context(text: str) -> Context:
+    """``'cpu(0)'`` -> ``cpu(0)`` (contexts travel as strings in pickles and op attributes)."""
+    name, _, rest = text.partition("(")
+    return Context(name.strip(), int(rest.rstrip(")") or 0))
+
+
+from . import imperative as _imperative  # noqa: E402 - needs NDArray defined
+from . import indexing as _indexing  # noqa: E402 - needs NDArray defined
