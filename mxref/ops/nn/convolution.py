@@ -1,0 +1,137 @@
+"""Convolution (1-D, 2-D, 3-D; stride, pad, dilate, num_group) as im2col + one GEMM per group.
+
+Math (cross-correlation, NC(D)(H)W layout, ``G`` groups; ``col`` is ``im2col(pad(data))`` with rows
+``(n, o)`` and columns ``(c, k)``; ``W_g`` is group g's weight as a ``(F/G, C/G * prod(kernel))``
+matrix)::
+
+    out[n, f, o] = sum_{c, k} W[f, c, k] * data[n, g*C/G + c, o*stride + k*dilate - pad] + bias[f]
+    out_g  = col_g  @ W_g^T          dW_g = dout_g^T @ col_g        dbias = sum_{n, o} dout
+    dcol_g = dout_g @ W_g            ddata = col2im(dcol)
+
+Backward dependencies: ``_backward_Convolution`` takes ``(ograd, data, weight)`` and recomputes the
+columns from ``data`` rather than keeping them (MXNet does the same, in its workspace).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...base import MXNetError
+from ..registry import OpDef, Param, assign, register
+from ._util import backward_node, known, merge_shape, out_entries, uniform_type
+from .im2col import col2im, im2col, out_size, pad_spatial
+
+PARAMS = {
+    "kernel": Param("shape", doc="Convolution kernel size: (w,), (h, w) or (d, h, w)."),
+    "stride": Param("shape", (), doc="Stride per spatial axis; defaults to 1."),
+    "dilate": Param("shape", (), doc="Dilation per spatial axis; defaults to 1."),
+    "pad": Param("shape", (), doc="Zero padding per spatial axis; defaults to 0."),
+    "num_filter": Param("int", doc="Number of output channels."),
+    "num_group": Param("int", 1, doc="Number of groups partitioning the channels."),
+    "workspace": Param("int", 1024, doc="Workspace limit in MB (unused on CPU)."),
+    "no_bias": Param("bool", False, doc="Whether to disable the bias parameter."),
+    "cudnn_tune": Param("any", None, doc="cuDNN algorithm choice (ignored: no cuDNN)."),
+    "cudnn_off": Param("bool", False, doc="Turn off cuDNN (ignored)."),
+    "layout": Param("any", None, doc="Data layout; only channel-first layouts are supported."),
+}
+
+
+def geometry(op: str, p: dict):
+    """``(kernel, stride, dilate, pad)`` with MXNet's defaults filled in; validated."""
+    k = p["kernel"]
+    if not 1 <= len(k) <= 3:
+        raise MXNetError(f"{op}: kernel must have 1, 2 or 3 dimensions, got {k}")
+    nd = len(k)
+    s, d, pd = p["stride"] or (1,) * nd, p["dilate"] or (1,) * nd, p["pad"] or (0,) * nd
+    for name, v in (("stride", s), ("dilate", d), ("pad", pd)):
+        if len(v) != nd:
+            raise MXNetError(f"{op}: {name} {v} must have as many dimensions as kernel {k}")
+    if min(k + s + d) < 1 or min(pd) < 0:
+        raise MXNetError(f"{op}: kernel, stride and dilate must be positive and pad non-negative")
+    return k, s, d, pd
+
+
+def _arguments(p):
+    return ["data", "weight"] if p["no_bias"] else ["data", "weight", "bias"]
+
+
+def infer_shape(p, in_shapes):
+    k, s, d, pd = geometry("Convolution", p)
+    data, f, g = in_shapes[0], p["num_filter"], p["num_group"]
+    ins = list(in_shapes)
+    if data is None or not known(data[1:2]):
+        return ins, [None]
+    if len(data) != 2 + len(k):
+        raise MXNetError(f"Convolution: data must be {2 + len(k)}-D for kernel {k}, got shape {data}")
+    if data[1] % g or f % g:
+        raise MXNetError(f"Convolution: channels {data[1]} and num_filter {f} must divide by num_group {g}")
+    ins[1] = merge_shape("Convolution", "weight", ins[1], (f, data[1] // g) + tuple(k))
+    if not p["no_bias"]:
+        ins[2] = merge_shape("Convolution", "bias", ins[2], (f,))
+    spatial = tuple(out_size("Convolution", x, *a) if x else 0 for x, *a in zip(data[2:], k, s, pd, d))
+    return ins, [(data[0], f) + spatial]
+
+
+def forward(octx, p, inputs, outputs, req):
+    k, s, d, pd = geometry("Convolution", p)
+    x, w, out, g = inputs[0], inputs[1], outputs[0], p["num_group"]
+    cols = im2col(pad_spatial(x, pd), k, s, d, out.shape[2:])
+    n, f = out.shape[:2]
+    w2 = w.reshape(g, f // g, -1)
+    cg = cols.shape[1] // g
+    res = np.empty((n, cols.shape[0] // n, f), dtype=out.dtype)
+    res2, fg = res.reshape(-1, f), f // g
+    for i in range(g):  # one GEMM per group (one in total for the usual num_group=1)
+        np.matmul(cols[:, i * cg:(i + 1) * cg], w2[i].T, out=res2[:, i * fg:(i + 1) * fg])
+    if not p["no_bias"]:
+        res += inputs[2]
+    assign(out.reshape(n, f, -1), req[0], res.transpose(0, 2, 1))
+
+
+def backward(octx, p, inputs, outputs, req):
+    k, s, d, pd = geometry("Convolution", p)
+    og, x, w, g = inputs[0], inputs[1], inputs[2], p["num_group"]
+    n, f = og.shape[:2]
+    xp = pad_spatial(x, pd)
+    og2 = np.ascontiguousarray(og.reshape(n, f, -1).transpose(0, 2, 1)).reshape(-1, f)
+    w2 = w.reshape(g, f // g, -1)
+    fg, ckg = f // g, w2.shape[2]
+    if req[1] != "null":
+        cols = im2col(xp, k, s, d, og.shape[2:])
+        dw = np.stack([og2[:, i * fg:(i + 1) * fg].T @ cols[:, i * ckg:(i + 1) * ckg] for i in range(g)])
+        assign(outputs[1], req[1], dw.reshape(w.shape))
+    if req[0] != "null":
+        dcols = np.empty((og2.shape[0], g * ckg), dtype=og.dtype)
+        for i in range(g):
+            np.matmul(og2[:, i * fg:(i + 1) * fg], w2[i], out=dcols[:, i * ckg:(i + 1) * ckg])
+        assign(outputs[0], req[0], col2im(dcols, xp.shape, k, s, d, og.shape[2:], pd))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og2.sum(axis=0))
+
+
+def backward_shape(p, in_shapes):
+    og, data, w = in_shapes
+    return list(in_shapes), [data, w] + ([] if p["no_bias"] else [None if w is None else (w[0],)])
+
+
+def gradient(node, ograds):
+    bwd = backward_node(node, "_backward_Convolution", [ograds[0], node.inputs[0], node.inputs[1]])
+    return out_entries(bwd, 2 if node.params["no_bias"] else 3)
+
+
+def check_layout(op: str, p: dict) -> None:
+    if p["layout"] not in (None, "None", "NCW", "NCHW", "NCDHW"):
+        raise MXNetError(f"{op}: layout {p['layout']!r} is not supported (channel-first layouts only)")
+
+
+def _validate(p):
+    geometry("Convolution", p)
+    check_layout("Convolution", p)
+    if p["num_filter"] <= 0 or p["num_group"] <= 0:
+        raise MXNetError("Convolution: num_filter and num_group must be positive")
+
+
+register(OpDef("Convolution", forward, arguments=_arguments, params=PARAMS, infer_shape=infer_shape,
+               infer_type=uniform_type(1), gradient=gradient, validate=_validate, doc=__doc__))
+register(OpDef("_backward_Convolution", backward, arguments=["ograd", "data", "weight"],
+               outputs=_arguments, params=PARAMS, infer_shape=backward_shape,
+               infer_type=uniform_type(lambda p: 2 if p["no_bias"] else 3)))

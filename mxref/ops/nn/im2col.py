@@ -1,0 +1,76 @@
+"""im2col / col2im for N-d (1-D, 2-D, 3-D) windows, shared by Convolution, Deconvolution and Pooling.
+
+``im2col`` turns every output position's receptive field into one row, so a convolution is a
+single GEMM; it is a strided *view* of the padded input (``as_strided``) copied once into a matrix.
+``col2im`` is its adjoint: it adds the rows back into the input, with one vectorised add per kernel
+offset (``prod(kernel)`` numpy adds), never a Python loop over pixels.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ...base import MXNetError
+
+
+def out_size(op: str, size: int, k: int, s: int, p: int, d: int, full: bool = False) -> int:
+    """Output length of a window sweep; ``full`` rounds up (Pooling's 'full' convention)."""
+    span = size + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        raise MXNetError(f"{op}: kernel {k} (dilate {d}) is larger than the padded input {size + 2 * p}")
+    return (-(-span // s) if full else span // s) + 1
+
+
+def pad_spatial(x: np.ndarray, pad: Sequence[int], value=0.0, extra: Sequence[int] = None) -> np.ndarray:
+    """``x`` with ``pad`` (plus ``extra`` at the end) added around every spatial axis (2 onwards)."""
+    extra = extra or [0] * len(pad)
+    if not any(pad) and not any(extra):
+        return x
+    widths = [(0, 0), (0, 0)] + [(p, p + e) for p, e in zip(pad, extra)]
+    return np.pad(x, widths, mode="constant", constant_values=value)
+
+
+def window_view(xp: np.ndarray, kernel, stride, dilate, out_shape) -> np.ndarray:
+    """A read-only view ``(N, C, *out_shape, *kernel)`` of the padded input ``xp``."""
+    sp = xp.strides[2:]
+    shape = xp.shape[:2] + tuple(out_shape) + tuple(kernel)
+    strides = xp.strides[:2] + tuple(a * s for a, s in zip(sp, stride)) + \
+        tuple(a * d for a, d in zip(sp, dilate))
+    return as_strided(xp, shape, strides, writeable=False)
+
+
+def im2col(xp: np.ndarray, kernel, stride, dilate, out_shape) -> np.ndarray:
+    """Rows ``(n, *o)``, columns ``(c, *k)``: the ``(N * prod(out), C * prod(kernel))`` matrix."""
+    nd = len(kernel)
+    win = window_view(xp, kernel, stride, dilate, out_shape)
+    # (N, C, *O, *K) -> (N, *O, C, *K): one copy, then a free reshape.
+    order = (0,) + tuple(range(2, 2 + nd)) + (1,) + tuple(range(2 + nd, 2 + 2 * nd))
+    rows = xp.shape[0] * int(np.prod(out_shape))
+    return np.ascontiguousarray(win.transpose(order)).reshape(rows, -1)
+
+
+def col2im(cols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, dilate, out_shape,
+           pad: Sequence[int], extra: Sequence[int] = None, dtype=None) -> np.ndarray:
+    """Adjoint of ``im2col``: sum the rows of ``cols`` back into an unpadded input-shaped array.
+
+    ``cols`` is ``(N * prod(out), C * prod(kernel))`` (as im2col returns) or already shaped
+    ``(N, *out, C, *kernel)``. ``pad`` (and ``extra`` at the end of each axis) is cropped off.
+    """
+    nd = len(kernel)
+    n, c = padded_shape[:2]
+    cols = cols.reshape((n,) + tuple(out_shape) + (c,) + tuple(kernel))
+    # (N, *O, C, *K) -> (N, C, *K, *O) view so each kernel offset is one (N, C, *O) block.
+    order = (0, 1 + nd) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(1, 1 + nd))
+    blocks = cols.transpose(order)
+    dx = np.zeros(padded_shape, dtype=dtype or cols.dtype)
+    for kpos in np.ndindex(*kernel):
+        idx = tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
+                    for k, d, s, o in zip(kpos, dilate, stride, out_shape))
+        dx[(slice(None), slice(None)) + idx] += blocks[(slice(None), slice(None)) + kpos]
+    extra = extra or [0] * nd
+    if any(pad) or any(extra):
+        dx = dx[(slice(None), slice(None)) + tuple(slice(p, size - p - e) for p, e, size
+                                                   in zip(pad, extra, padded_shape[2:]))]
+    return dx
