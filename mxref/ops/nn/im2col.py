@@ -51,12 +51,32 @@ def im2col(xp: np.ndarray, kernel, stride, dilate, out_shape) -> np.ndarray:
     return np.ascontiguousarray(win.transpose(order)).reshape(rows, -1)
 
 
+def scatter_windows(dxp: np.ndarray, value, kernel, stride, dilate, out_shape) -> None:
+    """``dxp[window(o) + k] += value(k)[o]`` for every kernel offset ``k``: one numpy add per offset.
+
+    ``value(kpos)`` returns an ``(N, C, *out_shape)`` block (or something broadcasting to it).
+    """
+    for kpos in np.ndindex(*kernel):
+        idx = tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
+                    for k, d, s, o in zip(kpos, dilate, stride, out_shape))
+        dxp[(slice(None), slice(None)) + idx] += value(kpos)
+
+
+def crop_spatial(xp: np.ndarray, pad: Sequence[int], extra: Sequence[int] = None) -> np.ndarray:
+    """Undo ``pad_spatial``: the interior of ``xp`` (a view)."""
+    extra = extra or [0] * len(pad)
+    if not any(pad) and not any(extra):
+        return xp
+    return xp[(slice(None), slice(None)) + tuple(slice(p, size - p - e) for p, e, size
+                                                 in zip(pad, extra, xp.shape[2:]))]
+
+
 def col2im(cols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, dilate, out_shape,
-           pad: Sequence[int], extra: Sequence[int] = None, dtype=None) -> np.ndarray:
+           pad: Sequence[int], dtype=None) -> np.ndarray:
     """Adjoint of ``im2col``: sum the rows of ``cols`` back into an unpadded input-shaped array.
 
     ``cols`` is ``(N * prod(out), C * prod(kernel))`` (as im2col returns) or already shaped
-    ``(N, *out, C, *kernel)``. ``pad`` (and ``extra`` at the end of each axis) is cropped off.
+    ``(N, *out, C, *kernel)``.
     """
     nd = len(kernel)
     n, c = padded_shape[:2]
@@ -65,12 +85,6 @@ def col2im(cols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, dila
     order = (0, 1 + nd) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(1, 1 + nd))
     blocks = cols.transpose(order)
     dx = np.zeros(padded_shape, dtype=dtype or cols.dtype)
-    for kpos in np.ndindex(*kernel):
-        idx = tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
-                    for k, d, s, o in zip(kpos, dilate, stride, out_shape))
-        dx[(slice(None), slice(None)) + idx] += blocks[(slice(None), slice(None)) + kpos]
-    extra = extra or [0] * nd
-    if any(pad) or any(extra):
-        dx = dx[(slice(None), slice(None)) + tuple(slice(p, size - p - e) for p, e, size
-                                                   in zip(pad, extra, padded_shape[2:]))]
-    return dx
+    scatter_windows(dx, lambda kpos: blocks[(slice(None), slice(None)) + kpos], kernel, stride, dilate,
+                    out_shape)
+    return crop_spatial(dx, pad)

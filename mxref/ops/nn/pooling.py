@@ -1,0 +1,120 @@
+"""Pooling: max / avg / sum over 1-D, 2-D or 3-D windows; global pooling; 'valid' / 'full' sizes.
+
+Math, for window ``w(o)`` of output position ``o`` over the padded input::
+
+    max  out[o] = max_{i in w(o)} x[i]          dx[i] = dout[o] at the (first) arg max of w(o)
+    sum  out[o] = sum_{i in w(o)} x[i]          dx[i] = sum_{o : i in w(o)} dout[o]
+    avg  out[o] = sum_{i in w(o)} x[i] / |w(o)|  (likewise divided)
+
+``|w(o)|`` counts padding (``count_include_pad=True``, MXNet's default) but never positions past the
+padded input, which the ``'full'`` convention (output size rounded up) can reach. Max pooling pads
+with -inf. Backward dependencies: ``_backward_Pooling`` takes ``(ograd, data)`` (max recomputes
+the arg max from ``data``); ``global_pool`` makes the kernel the whole spatial extent.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...base import MXNetError
+from ..registry import OpDef, Param, assign, register
+from ._util import backward_node, entry, known, uniform_type
+from .im2col import crop_spatial, out_size, pad_spatial, scatter_windows, window_view
+
+PARAMS = {
+    "kernel": Param("shape", (), doc="Pooling kernel size: (w,), (h, w) or (d, h, w)."),
+    "pool_type": Param("str", "max", choices=("max", "avg", "sum", "lp"), doc="Pooling type."),
+    "global_pool": Param("bool", False, doc="Pool over the whole spatial extent, ignoring kernel."),
+    "cudnn_off": Param("bool", False, doc="Turn off cuDNN (ignored)."),
+    "pooling_convention": Param("str", "valid", choices=("full", "same", "valid"),
+                                doc="'valid' floors the output size, 'full' rounds it up."),
+    "stride": Param("shape", (), doc="Stride per spatial axis; defaults to 1."),
+    "pad": Param("shape", (), doc="Padding per spatial axis; defaults to 0."),
+    "p_value": Param("int_or_none", None, doc="Power of Lp pooling (unsupported)."),
+    "count_include_pad": Param("any", None, doc="Whether avg pooling counts padding (default True)."),
+    "layout": Param("any", None, doc="Data layout; only channel-first layouts are supported."),
+}
+
+
+def _validate(p):
+    if p["pool_type"] == "lp" or p["pooling_convention"] == "same":
+        raise MXNetError("Pooling: pool_type 'lp' and pooling_convention 'same' are not supported")
+    if p["layout"] not in (None, "None", "NCW", "NCHW", "NCDHW"):
+        raise MXNetError(f"Pooling: layout {p['layout']!r} is not supported (channel-first only)")
+    if not p["global_pool"] and not 1 <= len(p["kernel"]) <= 3:
+        raise MXNetError(f"Pooling: kernel must have 1, 2 or 3 dimensions, got {p['kernel']}")
+
+
+def geometry(p, dshape):
+    """``(kernel, stride, pad, out_shape, extra)`` for a data shape; ``extra`` pads 'full' windows."""
+    if p["global_pool"]:
+        k = tuple(dshape[2:])
+        return k, (1,) * len(k), (0,) * len(k), (1,) * len(k), (0,) * len(k)
+    k = p["kernel"]
+    nd = len(k)
+    s, pd = p["stride"] or (1,) * nd, p["pad"] or (0,) * nd
+    if len(dshape) != 2 + nd or len(s) != nd or len(pd) != nd:
+        raise MXNetError(f"Pooling: data shape {tuple(dshape)}, kernel {k}, stride {s} and pad {pd} "
+                         "must agree in the number of spatial dimensions")
+    full = p["pooling_convention"] == "full"
+    out = tuple(out_size("Pooling", x, kk, ss, pp, 1, full) for x, kk, ss, pp in zip(dshape[2:], k, s, pd))
+    extra = tuple(max(0, (o - 1) * ss + kk - (x + 2 * pp))
+                  for o, ss, kk, x, pp in zip(out, s, k, dshape[2:], pd))
+    return k, s, pd, out, extra
+
+
+def infer_shape(p, in_shapes):
+    d = in_shapes[0]
+    if d is None or not known(d[2:]):
+        return list(in_shapes), [None]
+    return list(in_shapes), [tuple(d[:2]) + geometry(p, d)[3]]
+
+
+def _divisor(p, dshape, k, s, pd, out):
+    """``|w(o)|`` for avg pooling, shaped to broadcast over (N, C, *out)."""
+    div = np.ones((), dtype=np.float64)
+    include = p["count_include_pad"] in (None, True, "True", "true", 1, "1")
+    for x, kk, ss, pp, o in zip(dshape[2:], k, s, pd, out):
+        start = np.arange(o) * ss
+        lo, hi = (start, np.minimum(start + kk, x + 2 * pp)) if include else \
+            (np.maximum(start, pp), np.minimum(start + kk, x + pp))
+        div = np.multiply.outer(div, (hi - lo).astype(np.float64))
+    return div
+
+
+def forward(octx, p, inputs, outputs, req):
+    x, t = inputs[0], p["pool_type"]
+    k, s, pd, out, extra = geometry(p, x.shape)
+    xp = pad_spatial(x, pd, -np.inf if t == "max" else 0.0, extra)
+    win = window_view(xp, k, s, (1,) * len(k), out)
+    axes = tuple(range(-len(k), 0))
+    res = win.max(axis=axes) if t == "max" else win.sum(axis=axes)
+    if t == "avg":
+        res /= _divisor(p, x.shape, k, s, pd, out).astype(res.dtype)
+    assign(outputs[0], req[0], res)
+
+
+def backward(octx, p, inputs, outputs, req):
+    og, x, t = inputs[0], inputs[1], p["pool_type"]
+    k, s, pd, out, extra = geometry(p, x.shape)
+    dxp = np.zeros(tuple(x.shape[:2]) + tuple(a + 2 * b + e for a, b, e in zip(x.shape[2:], pd, extra)),
+                   dtype=og.dtype)
+    if t == "max":
+        win = window_view(pad_spatial(x, pd, -np.inf, extra), k, s, (1,) * len(k), out)
+        flat = win.reshape(win.shape[:2 + len(k)] + (-1,))  # copies the windows once
+        arg = flat.argmax(axis=-1)
+        scatter_windows(dxp, lambda kpos: og * (arg == np.ravel_multi_index(kpos, k)), k, s,
+                        (1,) * len(k), out)
+    else:
+        g = og / _divisor(p, x.shape, k, s, pd, out).astype(og.dtype) if t == "avg" else og
+        scatter_windows(dxp, lambda kpos: g, k, s, (1,) * len(k), out)
+    assign(outputs[0], req[0], crop_spatial(dxp, pd, extra))
+
+
+def gradient(node, ograds):
+    return [entry(backward_node(node, "_backward_Pooling", [ograds[0], node.inputs[0]]))]
+
+
+register(OpDef("Pooling", forward, params=PARAMS, infer_shape=infer_shape, infer_type=uniform_type(1),
+               gradient=gradient, validate=_validate, doc=__doc__))
+register(OpDef("_backward_Pooling", backward, arguments=["ograd", "data"], params=PARAMS,
+               infer_shape=lambda p, s: (list(s), [s[1]]), infer_type=uniform_type(1)))

@@ -1,0 +1,55 @@
+"""Pooling: max/avg/sum, global, valid/full, count_include_pad, 1-D/3-D, vs MXNet 1.9.1 and numerics."""
+import numpy as np
+import pytest
+from nn_check import check_fixture, check_gradient, fixture_cases, forward
+
+from mxref.base import MXNetError
+from mxref.ops import registry
+
+CASES = fixture_cases("Pooling")
+OP = registry.get("Pooling")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_mxnet(name):
+    """Output and data gradient equal MXNet's for every pooling type and convention."""
+    check_fixture("Pooling", CASES[name])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_forward_2x2_max_and_avg(rng, dtype):
+    """2x2/stride-2 pooling equals a reshape-and-reduce, keeping the dtype."""
+    x = rng.standard_normal((2, 3, 4, 6)).astype(dtype)
+    blocks = x.reshape(2, 3, 2, 2, 3, 2)
+    (m,) = forward("Pooling", [x], kernel=(2, 2), stride=(2, 2))
+    (a,) = forward("Pooling", [x], kernel=(2, 2), stride=(2, 2), pool_type="avg")
+    assert m.dtype == a.dtype == dtype
+    np.testing.assert_array_equal(m, blocks.max(axis=(3, 5)))
+    np.testing.assert_allclose(a, blocks.mean(axis=(3, 5)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [
+    {"kernel": (3, 2), "stride": (2, 1), "pad": (1, 1), "pool_type": "max"},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg", "pooling_convention": "full"},
+    {"kernel": (2, 2), "pool_type": "avg", "pad": (1, 1), "count_include_pad": False},
+    {"kernel": (2,), "stride": (2,), "pool_type": "sum"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"},
+])
+def test_gradient(rng, kw):
+    """Gradients agree with central differences (max away from ties)."""
+    shape = (2, 2, 7) if len(kw["kernel"]) == 1 else (2, 2, 5, 4)
+    x = rng.permutation(np.prod(shape)).reshape(shape) * 0.1  # distinct values: no max ties
+    check_gradient("Pooling", [x], **kw)
+
+
+def test_output_shapes():
+    """'valid' floors and 'full' rounds up the output size; global pooling gives 1x1."""
+    shape = [(1, 1, 6, 6)]
+    valid = OP.parse_params({"kernel": (3, 3), "stride": (2, 2)})
+    full = OP.parse_params({"kernel": (3, 3), "stride": (2, 2), "pooling_convention": "full"})
+    glob = OP.parse_params({"kernel": (3, 3), "global_pool": True})
+    assert OP.infer_shape(valid, shape)[1] == [(1, 1, 2, 2)]
+    assert OP.infer_shape(full, shape)[1] == [(1, 1, 3, 3)]
+    assert OP.infer_shape(glob, shape)[1] == [(1, 1, 1, 1)]
+    with pytest.raises(MXNetError, match="Pooling"):
+        OP.infer_shape(valid, [(1, 1, 6)])
