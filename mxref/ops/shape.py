@@ -315,3 +315,92 @@ register(OpDef("shape_array", _shape_array_kernel, infer_shape=_shape_of(len), i
                gradient=zero_grads, ignore_inputs=(0,), doc="shape_array(data): the shape as int64 data."))
 register(OpDef("size_array", _size_array_kernel, infer_shape=_shape_of(lambda s: 1), infer_type=_int64,
                gradient=zero_grads, ignore_inputs=(0,), doc="size_array(data): the size as int64 data."))
+
+
+# ---------------------------------------------------------------------------------------------
+# tile and repeat
+# ---------------------------------------------------------------------------------------------
+
+def _tile_reps(params, ndim: int) -> Tuple[Tuple[int, ...], int]:
+    reps = tuple(params["reps"])
+    if any(r < 0 for r in reps):
+        raise MXNetError(f"tile: reps {reps} must be non-negative")
+    n = max(ndim, len(reps))
+    return (1,) * (n - len(reps)) + reps, n
+
+
+def _tile_shape(params, in_shapes):
+    src = in_shapes[0]
+    if src is None:
+        return list(in_shapes), [None]
+    reps, n = _tile_reps(params, len(src))
+    full = (1,) * (n - len(src)) + tuple(src)
+    return list(in_shapes), [tuple(d * r for d, r in zip(full, reps))]
+
+
+def _tile_kernel(octx, params, inputs, outputs, req):
+    assign(outputs[0], req[0], np.tile(inputs[0], params["reps"]))
+
+
+def _tile_backward(octx, params, inputs, outputs, req):
+    g, x = inputs
+    reps, n = _tile_reps(params, x.ndim)
+    full = (1,) * (n - x.ndim) + x.shape
+    split = [v for r, d in zip(reps, full) for v in (r, d)]     # (r0, d0, r1, d1, ...)
+    summed = g.reshape(split).sum(axis=tuple(range(0, 2 * n, 2)))
+    assign(outputs[0], req[0], summed.reshape(x.shape))
+
+
+def _with_data_grad(bname: str):
+    def grad(node, ograds):
+        n = make_node(bname, [ograds[0], node.inputs[0]], node.name + "_backward", params=node.params)
+        return [NodeEntry(n, 0, 0)]
+    return grad
+
+
+def _backward_like_data(params, in_shapes):
+    return list(in_shapes), [in_shapes[1]]
+
+
+register(OpDef("tile", _tile_kernel, params={"reps": Param("shape")}, infer_shape=_tile_shape,
+               gradient=_with_data_grad("_backward_tile"),
+               doc="tile(data, reps): repeat the whole array ``reps[i]`` times along axis i."))
+register(OpDef("_backward_tile", _tile_backward, arguments=("ograd", "data"), params={"reps": Param("shape")},
+               infer_shape=_backward_like_data, ignore_inputs=(1,)))
+
+
+def _repeat_shape(params, in_shapes):
+    src = in_shapes[0]
+    if src is None:
+        return list(in_shapes), [None]
+    if params["repeats"] < 0:
+        raise MXNetError(f"repeat: repeats {params['repeats']} must be non-negative")
+    if params["axis"] is None:
+        return list(in_shapes), [(_prod(src) * params["repeats"],)]
+    axis = normalize_axis("repeat", params["axis"], len(src))
+    out = list(src)
+    out[axis] *= params["repeats"]
+    return list(in_shapes), [tuple(out)]
+
+
+def _repeat_kernel(octx, params, inputs, outputs, req):
+    assign(outputs[0], req[0], np.repeat(inputs[0], params["repeats"], axis=params["axis"]))
+
+
+def _repeat_backward(octx, params, inputs, outputs, req):
+    g, x = inputs
+    r, axis = params["repeats"], params["axis"]
+    if axis is None:
+        summed = g.reshape(-1, r).sum(axis=1)
+    else:
+        axis %= x.ndim
+        summed = g.reshape(x.shape[:axis] + (x.shape[axis], r) + x.shape[axis + 1:]).sum(axis=axis + 1)
+    assign(outputs[0], req[0], summed.reshape(x.shape))
+
+
+_REPEAT_PARAMS = {"repeats": Param("int"), "axis": Param("int_or_none", None)}
+register(OpDef("repeat", _repeat_kernel, params=_REPEAT_PARAMS, infer_shape=_repeat_shape,
+               gradient=_with_data_grad("_backward_repeat"),
+               doc="repeat(data, repeats, axis=None): repeat each element (flattened when axis is None)."))
+register(OpDef("_backward_repeat", _repeat_backward, arguments=("ograd", "data"), params=_REPEAT_PARAMS,
+               infer_shape=_backward_like_data, ignore_inputs=(1,)))
