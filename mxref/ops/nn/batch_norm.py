@@ -1,0 +1,110 @@
+"""BatchNorm: normalise over every axis but ``axis`` with batch statistics (training) or moving ones.
+
+Math (per channel, ``M`` elements each; ``m`` is ``momentum``)::
+
+    mean = E[x]    var = E[(x - mean)^2] (biased)    invstd = 1 / sqrt(var + eps)
+    xhat = (x - mean) * invstd              out = gamma * xhat + beta
+    moving_mean = m * moving_mean + (1 - m) * mean      (training forward only, in place)
+    moving_var  = m * moving_var  + (1 - m) * var
+    dbeta = sum g    dgamma = sum g * xhat
+    dx = gamma * invstd / M * (M g - sum g - xhat * sum g * xhat)    (batch statistics)
+    dx = gamma * invstd * g                                          (moving statistics)
+
+Moving statistics replace batch ones at inference and with ``use_global_stats``. ``fix_gamma``
+(default True) uses gamma = 1 and gives gamma a zero gradient; mxref does not also overwrite the
+gamma array with ones as MXNet does (arguments are read-only to kernels). Outputs are ``output,
+mean, var``; as in MXNet 1.9.1 the ``var`` output holds ``invstd`` (what backward needs), and both
+are hidden unless ``output_mean_var``. Backward dependencies: ``_backward_BatchNorm`` takes
+``(ograd, data, gamma, mean, var)``; the moving statistics are not needed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...base import MXNetError
+from ..registry import OpDef, Param, assign, register
+from ._util import backward_node, entry, merge_shape, out_entries, uniform_type
+
+PARAMS = {
+    "eps": Param("float", 1e-3, doc="Epsilon added to the variance."),
+    "momentum": Param("float", 0.9, doc="Momentum of the moving average."),
+    "fix_gamma": Param("bool", True, doc="Fix gamma to 1 (its gradient is 0)."),
+    "use_global_stats": Param("bool", False, doc="Use the moving statistics in training too."),
+    "output_mean_var": Param("bool", False, doc="Also output the batch mean and inverse std."),
+    "axis": Param("int", 1, doc="The channel axis."),
+    "cudnn_off": Param("bool", False, doc="Turn off cuDNN (ignored)."),
+    "min_calib_range": Param("float_or_none", None, doc="Quantization range (ignored)."),
+    "max_calib_range": Param("float_or_none", None, doc="Quantization range (ignored)."),
+}
+
+
+def _layout(p, x):
+    """``(axis, reduce_axes, broadcast_shape, count)`` of the channel axis for array ``x``."""
+    ax = p["axis"] % x.ndim
+    bshape = [1] * x.ndim
+    bshape[ax] = x.shape[ax]
+    return tuple(i for i in range(x.ndim) if i != ax), bshape, x.size // x.shape[ax]
+
+
+def infer_shape(p, in_shapes):
+    d = in_shapes[0]
+    if d is None:
+        return list(in_shapes), [None, None, None]
+    if not -len(d) <= p["axis"] < len(d):
+        raise MXNetError(f"BatchNorm: axis {p['axis']} is out of range for data shape {tuple(d)}")
+    c = (d[p["axis"] % len(d)],)
+    names = ["gamma", "beta", "moving_mean", "moving_var"]
+    ins = [d] + [merge_shape("BatchNorm", n, s, c) for n, s in zip(names, in_shapes[1:])]
+    return ins, [d, c, c]
+
+
+def forward(octx, p, inputs, outputs, req):
+    x, gamma, beta, mmean, mvar = inputs
+    red, bshape, _ = _layout(p, x)
+    if octx.is_train and not p["use_global_stats"]:
+        mean = x.mean(axis=red)
+        var = np.square(x - mean.reshape(bshape)).mean(axis=red)
+        mom = p["momentum"]
+        mmean *= mom
+        mmean += (1 - mom) * mean
+        mvar *= mom
+        mvar += (1 - mom) * var
+    else:
+        mean, var = mmean, mvar
+    invstd = 1.0 / np.sqrt(var + p["eps"])
+    scale = invstd if p["fix_gamma"] else gamma * invstd
+    y = (x - mean.reshape(bshape)) * scale.reshape(bshape).astype(x.dtype)
+    y += beta.reshape(bshape)
+    assign(outputs[0], req[0], y)
+    assign(outputs[1], req[1], mean)
+    assign(outputs[2], req[2], invstd)
+
+
+def backward(octx, p, inputs, outputs, req):
+    g, x, gamma, mean, invstd = inputs
+    red, bshape, count = _layout(p, x)
+    xhat = (x - mean.reshape(bshape)) * invstd.reshape(bshape)
+    sum_g, sum_gx = g.sum(axis=red), (g * xhat).sum(axis=red)
+    gam = np.ones_like(gamma) if p["fix_gamma"] else gamma
+    if p["use_global_stats"] or not octx.is_train:
+        dx = g * (gam * invstd).reshape(bshape)
+    else:
+        dx = g * count - sum_g.reshape(bshape) - xhat * sum_gx.reshape(bshape)
+        dx *= (gam * invstd / count).reshape(bshape)
+    assign(outputs[0], req[0], dx)
+    assign(outputs[1], req[1], np.zeros_like(gamma) if p["fix_gamma"] else sum_gx)
+    assign(outputs[2], req[2], sum_g)
+
+
+def gradient(node, ograds):
+    ins = [ograds[0], node.inputs[0], node.inputs[1], entry(node, 1), entry(node, 2)]
+    return out_entries(backward_node(node, "_backward_BatchNorm", ins), 3) + [None, None]
+
+
+register(OpDef("BatchNorm", forward, arguments=["data", "gamma", "beta"],
+               aux_states=["moving_mean", "moving_var"], outputs=["output", "mean", "var"],
+               num_visible_outputs=lambda p: 3 if p["output_mean_var"] else 1, params=PARAMS,
+               infer_shape=infer_shape, infer_type=uniform_type(3), gradient=gradient, doc=__doc__))
+register(OpDef("_backward_BatchNorm", backward, arguments=["ograd", "data", "gamma", "mean", "var"],
+               outputs=["data", "gamma", "beta"], params=PARAMS, infer_type=uniform_type(3),
+               infer_shape=lambda p, s: (list(s), [s[1], s[2], s[2]])))
