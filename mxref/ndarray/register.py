@@ -145,6 +145,21 @@ def namespace_of(name: str):
     return "op", name
 
 
+def _late_lookup(mod: types.ModuleType, space: str) -> Callable:
+    """Module ``__getattr__`` (PEP 562): operators registered after import appear on first access."""
+    prefix = "_contrib_" if space == "contrib" else ""
+
+    def lookup(attr: str):
+        name = prefix + attr
+        if registry.exists(name) and namespace_of(name) == (space, attr):
+            fn = make_function(registry.get(name), name)
+            setattr(mod, attr, fn)
+            return fn
+        raise AttributeError(f"module {mod.__name__!r} has no attribute {attr!r}")
+
+    return lookup
+
+
 def populate(package) -> None:
     """Create ``package.op``, ``package._internal`` and ``package.contrib`` and fill them (and
     ``package`` itself with the public ops) from every registered operator."""
@@ -153,6 +168,7 @@ def populate(package) -> None:
         mod = getattr(package, space, None)
         if not isinstance(mod, types.ModuleType):
             mod = types.ModuleType(f"{package.__name__}.{space}", f"Generated mx.nd.{space} functions.")
+            mod.__getattr__ = _late_lookup(mod, space)
             setattr(package, space, mod)
             sys.modules[mod.__name__] = mod
         spaces[space] = mod
