@@ -1,0 +1,53 @@
+"""LeakyReLU: every act_type forward in float32/float64 and its gradient (prelu's gamma too)."""
+import math
+
+import numpy as np
+import pytest
+from nn_check import check_gradient, forward, grads
+
+L, A = 1.0507009873554805, 1.6732632423543772
+REF = {
+    "leaky": lambda x: np.where(x > 0, x, 0.25 * x),
+    "elu": lambda x: np.where(x > 0, x, 0.25 * (np.exp(x) - 1)),
+    "selu": lambda x: L * np.where(x > 0, x, A * (np.exp(x) - 1)),
+    "gelu": lambda x: x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("act", sorted(REF))
+def test_forward(rng, act, dtype):
+    """Each act_type matches its formula and keeps the dtype."""
+    x = rng.standard_normal((3, 4)).astype(dtype)
+    (y,) = forward("LeakyReLU", [x], act_type=act)
+    assert y.dtype == dtype
+    np.testing.assert_allclose(y, REF[act](x.astype(np.float64)), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("act", sorted(REF))
+def test_gradient(rng, act):
+    """Gradients agree with central differences (inputs kept away from the kink at 0)."""
+    x = rng.standard_normal((3, 4))
+    x[np.abs(x) < 1e-2] = 0.3
+    check_gradient("LeakyReLU", [x], act_type=act)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_prelu(rng, dtype):
+    """prelu uses a per-channel gamma (axis 1) and returns gradients for data and gamma."""
+    x = rng.standard_normal((2, 3, 4)).astype(dtype)
+    gamma = np.array([0.1, 0.5, 2.0], dtype)
+    (y,) = forward("LeakyReLU", [x, gamma], act_type="prelu")
+    np.testing.assert_allclose(y, np.where(x > 0, x, gamma[None, :, None] * x), rtol=1e-6)
+    check_gradient("LeakyReLU", [x.astype(np.float64), gamma.astype(np.float64)], act_type="prelu")
+
+
+def test_rrelu_random_in_training_mean_slope_at_inference(rng):
+    """rrelu draws slopes in [lower, upper] in training and uses their mean otherwise."""
+    x = -np.ones((100, 10))
+    y, r = forward("LeakyReLU", [x], is_train=True, act_type="rrelu")
+    assert ((-y >= 0.125) & (-y <= 0.334)).all() and r.std() > 0.01
+    y, _ = forward("LeakyReLU", [x], is_train=False, act_type="rrelu")
+    np.testing.assert_allclose(y, -(0.125 + 0.334) / 2)
+    (dx,) = grads("LeakyReLU", [x], [np.ones_like(x), np.zeros_like(x)], act_type="rrelu")
+    np.testing.assert_allclose(dx, r)
