@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import run_op
+from ops_check import run_op
 
 _PATH = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tensor_ops_mxnet191.npz")
 _DATA = np.load(_PATH)
