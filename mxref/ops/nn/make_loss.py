@@ -1,0 +1,49 @@
+"""MakeLoss (turn any output into a loss) and BlockGrad / stop_gradient (identity that stops gradients).
+
+Math::
+
+    MakeLoss   out = x      dx = grad_scale / n   (the head gradient is ignored: it is a loss layer)
+    BlockGrad  out = x      dx = 0
+
+``n`` is 1 (``normalization='null'``), the batch size (``'batch'``) or the number of elements of
+``x`` greater than ``valid_thresh`` (``'valid'``, at least 1). Backward dependencies:
+``_backward_MakeLoss`` takes ``(output)`` (its shape, and the values 'valid' counts); BlockGrad's
+gradient is ``None`` (zeros) and builds no node.
+"""
+from __future__ import annotations
+
+from ..registry import OpDef, Param, assign, elemwise_shape, elemwise_type, register
+from ._util import backward_node, entry
+
+PARAMS = {
+    "grad_scale": Param("float", 1.0, doc="Gradient scale."),
+    "valid_thresh": Param("float", 0.0, doc="Elements above this count as valid for 'valid'."),
+    "normalization": Param("str", "null", choices=("null", "batch", "valid"),
+                           doc="How to normalise the gradient."),
+}
+
+
+def identity(octx, p, inputs, outputs, req):
+    assign(outputs[0], req[0], inputs[0])
+
+
+def backward(octx, p, inputs, outputs, req):
+    x, norm = inputs[0], p["normalization"]
+    n = {"null": 1, "batch": x.shape[0] if x.ndim else 1,
+         "valid": max(int((x > p["valid_thresh"]).sum()), 1)}[norm]
+    if req[0] == "add":
+        outputs[0] += p["grad_scale"] / n
+    elif req[0] != "null":
+        outputs[0][...] = p["grad_scale"] / n
+
+
+def gradient(node, ograds):
+    return [entry(backward_node(node, "_backward_MakeLoss", [entry(node)]))]
+
+
+register(OpDef("MakeLoss", identity, params=PARAMS, gradient=gradient, inplace=[(0, 0)],
+               loss_layer=True, doc=__doc__))
+register(OpDef("_backward_MakeLoss", backward, arguments=["output"], params=PARAMS, inplace=[(0, 0)]))
+register(OpDef("BlockGrad", identity, gradient=lambda node, ograds: [None], inplace=[(0, 0)],
+               infer_shape=elemwise_shape, infer_type=elemwise_type, aliases=["stop_gradient"],
+               doc=__doc__))
