@@ -1,0 +1,86 @@
+"""SGD-family update operators: ``sgd_update``, ``sgd_mom_update``, ``nag_mom_update`` and their
+``mp_*`` (multi-precision) twins.
+
+With ``g = clip(rescale_grad * grad, clip_gradient)`` — weight decay stays *outside* the clip::
+
+    sgd_update:      w = (1 - lr*wd) * w - lr * g
+    sgd_mom_update:  m = momentum*m - lr*wd*w - lr*g;   w = w + m
+    nag_mom_update:  m' = momentum*m;  w_new = w - m' + (1+momentum) * (m' - lr*(g + wd*w))
+                     m = m' - lr*(g + wd*w_new)
+
+The ``mp_*`` forms take a float32 master copy ``weight32`` (and float32 momentum) for a float16
+weight: the update runs on ``weight32`` and the weight receives it rounded to its own dtype.
+No gradients (these are terminal operations). Fast kernels: none yet; numpy is the reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..registry import Param, assign
+from .common import CLIP, LAZY, LR, RESCALE, WD, mp_type, preprocess, update_op
+
+_F32 = np.dtype(np.float32)
+MOMENTUM = Param("float", 0.0, doc="Momentum: the decay of the previous update.")
+
+
+def _sgd_step(w, g, p):
+    return (1.0 - p["lr"] * p["wd"]) * w - p["lr"] * g
+
+
+def _mom_step(w, g, mom, p):
+    lr = p["lr"]
+    mom *= p["momentum"]
+    mom -= (lr * p["wd"]) * w
+    mom -= lr * g
+    return w + mom
+
+
+def _nag_step(w, g, mom, p):
+    # NOTE: the stored momentum takes its weight-decay term from the *updated* weight. MXNet's
+    # kernels do so whenever the update runs in place (always, from the optimizer) and always
+    # in mp_nag_mom_update; we follow them so NAG trains exactly as in MXNet. With wd = 0 it is
+    # the textbook m = momentum*m - lr*g, w += momentum*m - lr*g.
+    lr, momentum, wd = p["lr"], p["momentum"], p["wd"]
+    mom *= momentum
+    new_w = w - mom + (momentum + 1.0) * (mom - lr * (g + wd * w))
+    mom -= lr * (g + wd * new_w)
+    return new_w
+
+
+def _plain(step, n_states):
+    def kernel(octx, params, inputs, outputs, req):
+        w, grad, states = inputs[0], inputs[1], inputs[2:2 + n_states]
+        g = preprocess(grad, params["rescale_grad"], params["clip_gradient"])
+        assign(outputs[0], req[0], step(w, g, *states, params))
+    return kernel
+
+
+def _multi_precision(step, n_states):
+    def kernel(octx, params, inputs, outputs, req):
+        grad, states, w32 = inputs[1], inputs[2:2 + n_states], inputs[2 + n_states]
+        g = preprocess(grad, params["rescale_grad"], params["clip_gradient"], _F32)
+        w32[...] = step(w32, g, *states, params)
+        assign(outputs[0], req[0], w32.astype(outputs[0].dtype))
+    return kernel
+
+
+_SGD = {"lr": LR, "wd": WD, "rescale_grad": RESCALE, "clip_gradient": CLIP, "lazy_update": LAZY}
+_MOM = {"lr": LR, "momentum": MOMENTUM, "wd": WD, "rescale_grad": RESCALE, "clip_gradient": CLIP,
+        "lazy_update": LAZY}
+_NAG = {k: v for k, v in _MOM.items() if k != "lazy_update"}
+
+update_op("sgd_update", _plain(_sgd_step, 0), (), _SGD,
+          "SGD step ``w = (1 - lr*wd)*w - lr*clip(rescale_grad*grad)``, weight decay outside the clip.")
+update_op("sgd_mom_update", _plain(_mom_step, 1), ("mom",), _MOM,
+          "Momentum SGD: ``mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*grad); w += mom``.")
+update_op("nag_mom_update", _plain(_nag_step, 1), ("mom",), _NAG,
+          "Nesterov momentum (see the module docstring for the exact in-place form MXNet uses).")
+update_op("mp_sgd_update", _multi_precision(_sgd_step, 0), ("weight32",), _SGD,
+          "``sgd_update`` on the float32 master copy ``weight32``; the weight gets it rounded.",
+          infer_type=mp_type("mp_sgd_update"))
+update_op("mp_sgd_mom_update", _multi_precision(_mom_step, 1), ("mom", "weight32"), _MOM,
+          "``sgd_mom_update`` on the float32 master copy ``weight32`` with float32 ``mom``.",
+          infer_type=mp_type("mp_sgd_mom_update"))
+update_op("mp_nag_mom_update", _multi_precision(_nag_step, 1), ("mom", "weight32"), _NAG,
+          "``nag_mom_update`` on the float32 master copy ``weight32`` with float32 ``mom``.",
+          infer_type=mp_type("mp_nag_mom_update"))
