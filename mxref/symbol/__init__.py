@@ -1,1 +1,35 @@
-"""Symbolic graphs: ``Symbol``, the graph IR and MXNet-compatible JSON."""
+"""Symbolic graphs: ``Symbol``, the graph IR, MXNet-compatible JSON and the ``mx.sym.<op>`` functions.
+
+Operator functions are generated from the registry by ``register.populate``; ones registered
+later are generated on first access through this module's ``__getattr__``.
+"""
+from . import register as _register
+from .register import NAMESPACES as _NAMESPACES
+from .symbol import Group, Symbol, Variable, load, load_json, var
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
+
+_register.populate(globals())
+op = _NAMESPACES["op"]
+_internal = _NAMESPACES["_internal"]
+contrib = _NAMESPACES["contrib"]
+linalg = _NAMESPACES["linalg"]
+sparse = _NAMESPACES["sparse"]
+image = _NAMESPACES["image"]
+random = _NAMESPACES["random"]
+
+
+def _init_symbol_module() -> None:
+    """Generate functions for every operator registered so far; ``mxref/__init__`` calls it last."""
+    _register.populate(globals())
+
+
+def __getattr__(attr_name: str):
+    if attr_name.startswith("__"):
+        raise AttributeError(attr_name)
+    try:
+        fn = _register._lookup("op", attr_name)
+    except AttributeError:
+        raise AttributeError(f"module 'mxref.symbol' has no attribute {attr_name!r}") from None
+    globals()[attr_name] = fn
+    return fn

@@ -1,0 +1,215 @@
+"""MXNet's JSON graph format: write it byte for byte as MXNet 1.9.1 does, read it back from any 1.x.
+
+A graph file is an object with
+
+* ``nodes``        — topologically ordered; each has ``op`` (``"null"`` for a variable), ``name``,
+                     ``attrs`` (all strings; omitted when empty) and ``inputs`` ``[[nid, index, version]]``
+* ``arg_nodes``    — ids of every variable node (auxiliary states included)
+* ``node_row_ptr`` — prefix sums of the nodes' output counts (entry ids)
+* ``heads``        — the graph outputs as ``[nid, index, version]``
+* ``attrs``        — ``{"mxnet_version": ["int", 10901]}``
+
+Files written before MXNet 1.0 use ``param``/``attr`` instead of ``attrs``, store hidden keys
+without underscores (``ctx_group``, ``weight_lr_mult``) and, before 0.9, omit auxiliary inputs;
+``load_json`` upgrades them as MXNet's ``LoadLegacyJSON`` pass does.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Dict, List, Sequence
+
+from ..attribute import HIDDEN_KEYS
+from ..base import MXNetError
+from ..ops import registry
+from .graph import Node, NodeEntry, topo_sort
+
+__all__ = ["MXNET_VERSION", "to_json", "from_json", "variable_version", "apply_input_var_attrs"]
+
+MXNET_VERSION = 10901  # the version we write, and the format we read natively
+
+
+def variable_version(node: Node) -> int:
+    """How many times operators have mutated this variable (nnvm's ``VariableParam.version``)."""
+    return node.extra.get("version", 0)
+
+
+def apply_input_var_attrs(node: Node) -> None:
+    """Give variable inputs the attributes their operator asks for (BatchNorm's ``__init__``).
+
+    ``OpDef.input_var_attrs`` maps an input name to attributes; MXNet calls this hook
+    ``FSetInputVarAttrOnCompose``. It is how ``moving_var`` comes to be initialised to one.
+    """
+    wanted = getattr(node.op, "input_var_attrs", None)
+    if not wanted:
+        return
+    for arg_name, entry in zip(node.op.list_inputs(node.params), node.inputs):
+        if entry.node.is_variable and arg_name in wanted:
+            entry.node.attrs.update(wanted[arg_name])
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing. dmlc's JSON writer puts an array on several lines when it has more than 10 elements or
+# holds objects, a string map when it has more than one key, and always does so for objects.
+# ---------------------------------------------------------------------------------------------
+
+class _Object(list):
+    """Key/value pairs of a JSON object that is always written over several lines."""
+
+
+def _join(parts: List[str], opener: str, closer: str, multi_line: bool, depth: int) -> str:
+    if not parts:
+        return opener + closer
+    if not multi_line:
+        return opener + ", ".join(parts) + closer
+    pad = "\n" + "  " * (depth + 1)
+    return opener + pad + (", " + pad).join(parts) + "\n" + "  " * depth + closer
+
+
+def _write(value, depth: int) -> str:
+    if isinstance(value, _Object):
+        parts = [f"{json.dumps(k)}: {_write(v, depth + 1)}" for k, v in value]
+        return _join(parts, "{", "}", True, depth)
+    if isinstance(value, dict):
+        parts = [f"{json.dumps(k, ensure_ascii=False)}: {_write(value[k], depth + 1)}"
+                 for k in sorted(value)]
+        return _join(parts, "{", "}", len(value) > 1, depth)
+    if isinstance(value, list):
+        multi_line = len(value) > 10 or any(isinstance(v, _Object) for v in value)
+        return _join([_write(v, depth + 1) for v in value], "[", "]", multi_line, depth)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(int(value))
+
+
+def to_json(outputs: Sequence[NodeEntry]) -> str:
+    """The graph reachable from ``outputs`` as MXNet 1.9.1 writes it (``Symbol.tojson``)."""
+    nodes = topo_sort(outputs)
+    nid = {id(n): i for i, n in enumerate(nodes)}
+    row_ptr = [0]
+    json_nodes = []
+    for node in nodes:
+        row_ptr.append(row_ptr[-1] + node.num_outputs())
+        fields = _Object([("op", "null" if node.is_variable else node.op.name), ("name", node.name)])
+        if node.attrs:
+            fields.append(("attrs", {k: str(v) for k, v in node.attrs.items()}))
+        fields.append(("inputs", [[nid[id(e.node)], e.index, e.version] for e in node.inputs]))
+        if node.control_deps:
+            fields.append(("control_deps", [nid[id(d)] for d in node.control_deps]))
+        json_nodes.append(fields)
+    doc = _Object([
+        ("nodes", json_nodes),
+        ("arg_nodes", [i for i, n in enumerate(nodes) if n.is_variable]),
+        ("node_row_ptr", row_ptr),
+        ("heads", [[nid[id(e.node)], e.index, e.version] for e in outputs]),
+        ("attrs", {"mxnet_version": ["int", MXNET_VERSION]}),
+    ])
+    return _write(doc, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+def _entry(nodes: List[Node], raw, where: str) -> NodeEntry:
+    if not isinstance(raw, list) or not 2 <= len(raw) <= 3:
+        raise MXNetError(f"load_json: {where}: bad entry {raw!r}, expected [node_id, index, version]")
+    node_id, index = int(raw[0]), int(raw[1])
+    if not 0 <= node_id < len(nodes):
+        raise MXNetError(f"load_json: {where}: entry {raw!r} refers to node {node_id}, but only "
+                         f"{len(nodes)} nodes precede it")
+    return NodeEntry(nodes[node_id], index, int(raw[2]) if len(raw) == 3 else 0)
+
+
+def _parse_op_attrs(node: Node) -> None:
+    """Parse the op parameters, tolerating (with a warning) parameters mxref does not know."""
+    op_attrs = {k: v for k, v in node.attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+    unknown = sorted(k for k in op_attrs if k not in node.op.params)
+    if unknown:
+        warnings.warn(f"load_json: operator {node.op.name} (node '{node.name}') ignores "
+                      f"attributes it does not know: {unknown}", stacklevel=3)
+    try:
+        node._params = node.op.parse_params(op_attrs, allow_extra=True)
+    except MXNetError as exc:
+        raise MXNetError(f"load_json: node '{node.name}': {exc}") from None
+
+
+def _pop_legacy_hidden(attrs: Dict[str, str]) -> Dict[str, str]:
+    """Before 1.0, hidden keys were written plainly: ``ctx_group``, or ``weight_lr_mult`` for an input."""
+    legacy = {}
+    for key in list(attrs):
+        if any(key == h or key.endswith("_" + h) for h in HIDDEN_KEYS):
+            legacy[key] = attrs.pop(key)
+    return legacy
+
+
+def _restore_legacy_hidden(node: Node, legacy: Dict[str, str]) -> None:
+    """``ctx_group`` -> ``__ctx_group__``; ``weight_lr_mult`` -> ``__lr_mult__`` on the weight variable."""
+    names = [] if node.is_variable else node.op.list_inputs(node.params)
+    for key, value in legacy.items():
+        hidden = next(h for h in HIDDEN_KEYS if key == h or key.endswith("_" + h))
+        if key == hidden:
+            node.attrs[f"__{hidden}__"] = value
+            continue
+        arg = key[: -len(hidden) - 1]
+        if arg in names and names.index(arg) < len(node.inputs):
+            target = node.inputs[names.index(arg)].node
+            if target.is_variable:
+                target.attrs[f"__{hidden}__"] = value
+                continue
+        node.attrs[key] = value
+
+
+def _upgrade(node: Node, version: int) -> None:
+    """The per-node upgrades of MXNet's ``LoadLegacyJSON``, for files older than 0.9.5."""
+    if node.is_variable:
+        return
+    if version < 905 and node.op.name in ("argmax", "argmin") and node.attrs.get("axis") == "-1":
+        del node.attrs["axis"]  # 0.9.5 turned axis=-1 ("all") into an absent axis
+        _parse_op_attrs(node)
+    if version < 900:
+        # auxiliary states were not saved before 0.9: recreate them as MXNet does
+        for arg in node.op.list_inputs(node.params)[len(node.inputs):]:
+            node.inputs.append(NodeEntry(Node(None, f"{node.name}_{arg}", dict(node.attrs)), 0, 0))
+    if version < 904:
+        apply_input_var_attrs(node)
+
+
+def from_json(text: str) -> List[NodeEntry]:
+    """The output entries of a graph saved as MXNet JSON (any 1.x version, see module docstring)."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise MXNetError(f"load_json: not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or "nodes" not in doc or "heads" not in doc:
+        raise MXNetError("load_json: a graph needs 'nodes' and 'heads'")
+    version_attr = (doc.get("attrs") or {}).get("mxnet_version")
+    version = int(version_attr[1]) if version_attr else 800
+    nodes: List[Node] = []
+    for i, raw in enumerate(doc["nodes"]):
+        where = f"node {i} ({raw.get('name', '?')!r})"
+        attrs: Dict[str, str] = {}
+        for key in ("param", "attr", "attrs"):  # the first two are pre-1.0 spellings
+            attrs.update({k: str(v) for k, v in (raw.get(key) or {}).items()})
+        legacy = _pop_legacy_hidden(attrs) if version < MXNET_VERSION else {}
+        op_name = raw.get("op", "null")
+        if op_name == "null":
+            node = Node(None, raw["name"], attrs)
+        else:
+            if not registry.exists(op_name):
+                raise MXNetError(f"load_json: {where} uses operator '{op_name}', which is not registered")
+            node = Node(registry.get(op_name), raw["name"], attrs)
+            _parse_op_attrs(node)
+        node.inputs = [_entry(nodes, e, where) for e in raw.get("inputs", [])]
+        node.control_deps = [nodes[int(j)] for j in raw.get("control_deps", [])]
+        for e in node.inputs:
+            if e.node.is_variable and e.version > variable_version(e.node):
+                e.node.extra["version"] = e.version
+        _restore_legacy_hidden(node, legacy)
+        _upgrade(node, version)
+        nodes.append(node)
+    heads = [_entry(nodes, h, "heads") for h in doc["heads"]]
+    for h in heads:
+        if h.index >= h.node.num_outputs():
+            raise MXNetError(f"load_json: head {h.node.name}[{h.index}] is out of range")
+    return heads
