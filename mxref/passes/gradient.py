@@ -8,6 +8,9 @@ input; those are appended to the inputs' lists. The gradient of each ``x`` is th
 Mirroring (``mirror_fun``): nodes the predicate selects are copied (``<name>_mirror``) and the
 copies, not the originals, feed the backward nodes. The copies run during backward, so the
 forward outputs they replace can be freed early: memory traded for recomputation (``mirror.py``).
+In MXNet 1.x only the backward of a mirrored node reads the copies; a Convolution's backward
+still reads the original ReLU output, which keeps it alive. ``mirror_everywhere=True`` makes every
+backward node read the recomputed copies, which is what lets recomputation save memory.
 
 ``full_graph`` builds what MXNet's executor binds for training: forward outputs followed by one
 gradient per ``x``, with head gradients read from variables ``_head_grad_<i>``.
@@ -95,12 +98,14 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
              ys_out_grad: Sequence[NodeEntry] = None, aggregate_fun: Callable = aggregate_gradient,
              mirror_fun: Optional[Callable[[Node], bool]] = None,
              attr_hint_fun: Optional[Callable] = None, zero_ops: Sequence[str] = ZERO_OPS,
-             copy_op: Optional[str] = "_copy", **_ignored) -> Graph:
+             copy_op: Optional[str] = "_copy", mirror_everywhere: bool = False,
+             **_ignored) -> Graph:
     """The gradient graph: output ``i`` is the gradient of ``xs[i]`` (attribute ``grad_of``).
 
     ``ys`` default to the graph's outputs; ``xs`` and ``ys_out_grad`` (head gradients, one per
     ``y``) may also come from the graph attributes ``grad_xs`` / ``grad_ys_out_grad``, as in nnvm.
     When two ``xs`` would share one gradient entry, ``copy_op`` gives the second its own copy.
+    ``mirror_everywhere`` points every backward node at the mirror copies (see the module doc).
 
     Raises ``MXNetError`` if an ``x`` is unreachable from ``ys`` or an op without a gradient
     receives a non-zero gradient.
@@ -165,6 +170,8 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
                 target.need_attr_hint = False
             target.grads.append(g)
 
+    if mirror and mirror_everywhere:
+        _read_mirrors(xs, out_grads, mirror)
     outputs: List[NodeEntry] = []
     seen: Dict[tuple, int] = {}
     for x in xs:
@@ -185,8 +192,22 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
     return Graph(outputs, {"grad_of": xs})
 
 
+def _read_mirrors(xs, out_grads, mirror: Dict[int, Node]) -> None:
+    """Point the inputs of every backward node at the mirror copies of mirrored forward nodes."""
+    sums = [g.sum for entries in out_grads.values() for g in entries if g.sum is not None]
+    sums += [g for x in xs for g in out_grads[id(x.node)][x.index].grads]
+    for node in topo_sort(sums):
+        if id(node) in out_grads or node.is_variable:
+            continue    # a forward node: it runs before any copy exists
+        for i, e in enumerate(node.inputs):
+            copy = mirror.get(id(e.node))
+            if copy is not None and copy is not e.node and i not in node.op.ignore_inputs:
+                node.inputs[i] = NodeEntry(copy, e.index, e.version)
+
+
 def full_graph(outputs: Sequence[NodeEntry], xs: Sequence[NodeEntry],
-               mirror_fun: Optional[Callable[[Node], bool]] = None) -> Graph:
+               mirror_fun: Optional[Callable[[Node], bool]] = None,
+               mirror_everywhere: bool = False) -> Graph:
     """The training graph MXNet's executor builds (``GraphExecutor::InitFullGraph``).
 
     Outputs are the forward ``outputs`` followed by the gradient of each ``x``. Head gradient ``i``
@@ -199,7 +220,8 @@ def full_graph(outputs: Sequence[NodeEntry], xs: Sequence[NodeEntry],
     head_grads = [_entry(make_node("_identity_with_attr_like_rhs", [_entry(h), out], h.name + "_id"))
                   for h, out in zip(head_nodes, outputs)]
     grads = gradient(Graph(outputs), xs=xs, ys=outputs, ys_out_grad=head_grads,
-                     aggregate_fun=aggregate_gradient, mirror_fun=mirror_fun)
+                     aggregate_fun=aggregate_gradient, mirror_fun=mirror_fun,
+                     mirror_everywhere=mirror_everywhere)
     return Graph(outputs + grads.outputs,
                  {"num_forward_outputs": len(outputs), "head_grad_nodes": head_nodes,
                   "grad_of": list(xs)})

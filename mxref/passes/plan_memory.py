@@ -24,21 +24,19 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..base import MXNetError, env_bool, env_int
+from ..base import MXNetError, env_bool, env_int, env_str
 from .base import Graph, IndexedGraph, register_pass
+from .memory_report import PLAN_ELEMENT_BYTES, debug_str_footer, live_spans, memory_report, total_mb_allocated
 
 __all__ = ["BAD_STORAGE_ID", "EXTERNAL_STORAGE_ID", "DYNAMIC_STORAGE_ID", "GraphAllocator",
            "plan_memory", "color_node_group", "entry_ref_counts", "total_mb_allocated",
-           "memory_report", "debug_str_footer"]
+           "memory_report", "debug_str_footer", "STRATEGIES"]
 
 BAD_STORAGE_ID = -1        # not planned (yet): variables, unknown shapes
 EXTERNAL_STORAGE_ID = -2   # memory the caller provides (bound gradient arrays, fed entries)
 DYNAMIC_STORAGE_ID = -3    # allocated at run time (sparse storage)
 
-# NOTE: nnvm sizes every request as 4 bytes per element whatever the dtype ("TODO(tqchen) add
-# size of the dtype"). We keep that rule so "Total N MB allocated" matches MXNet's figure; the
-# real byte size of each block is reported separately in "storage_bytes".
-_PLAN_ELEMENT_BYTES = 4
+STRATEGIES = ("nnvm", "size_first", "auto")
 
 
 def _known(shape) -> bool:
@@ -81,7 +79,7 @@ class GraphAllocator:
         """A storage id for an output of ``shape`` produced by node ``nid``."""
         if not _known(shape):
             return BAD_STORAGE_ID
-        size = _size(shape) * _PLAN_ELEMENT_BYTES
+        size = _size(shape) * PLAN_ELEMENT_BYTES
         if self.match_range == 0:
             return self._alloc(dev_id, size)
         free = self._free
@@ -238,11 +236,46 @@ def _alloc_memory(graph: Graph, node_range, storage: List[int], inplace_index: L
     return num_not_allocated
 
 
+def _size_first(graph: Graph, storage: List[int], inplace_index: List[int],
+                colors: List[int]) -> int:
+    """Re-place whole values into blocks offline, largest first; returns the total bytes.
+
+    ``storage`` comes from a sweep without reuse, so each storage id is one value (entries joined
+    in place). Knowing every lifetime up front, each value (largest first) goes into the smallest
+    existing block of the same device and colour that is free for its whole lifetime, else into
+    a new block. This is the interval-packing view of the problem that nnvm's online allocator
+    approximates; it keeps nnvm's in-place decisions and its byte rule.
+    """
+    devices = graph.attrs.get("device")
+    spans = sorted(live_spans(graph, storage, inplace_index).values(), key=lambda s: (-s.nbytes, s.start))
+    blocks: List[list] = []   # [nbytes, device, colour, [(start, end), ...]]
+    new_id: Dict[int, int] = {}
+    for span in spans:
+        dev = devices[span.start] if devices is not None else 0
+        color = colors[span.start] if colors else 0
+        best = None
+        for b, (nbytes, bdev, bcolor, busy) in enumerate(blocks):
+            if bdev != dev or bcolor != color or (best is not None and nbytes >= blocks[best][0]):
+                continue
+            if all(span.end < s0 or e0 < span.start for s0, e0 in busy):
+                best = b
+        if best is None:
+            blocks.append([span.nbytes, dev, color, []])
+            best = len(blocks) - 1
+        blocks[best][3].append((span.start, span.end))
+        new_id[storage[span.entries[0]]] = best
+    for eid, sid in enumerate(storage):
+        if sid >= 0:
+            storage[eid] = new_id[sid]
+    return sum(b[0] for b in blocks)
+
+
 @register_pass("plan_memory", requires=("shape", "dtype"),
                provides=("storage_id", "storage_inplace_index", "storage_allocated_bytes",
                          "storage_num_not_allocated", "storage_bytes"))
 def plan_memory(graph: Graph, match_range: Optional[int] = None, num_colors: Optional[int] = None,
-                auto_search: Optional[bool] = None, **_ignored) -> Graph:
+                auto_search: Optional[bool] = None, strategy: Optional[str] = None,
+                **_ignored) -> Graph:
     """Plan storage for every entry (nnvm's ``MXPlanMemory``).
 
     Optional graph attributes read: ``storage`` (pre-set ids, e.g. ``EXTERNAL_STORAGE_ID`` for
@@ -260,6 +293,11 @@ def plan_memory(graph: Graph, match_range: Optional[int] = None, num_colors: Opt
     auto_search : bool, optional
         Try match ranges 1, 2, 4, ... up to ``match_range`` and keep the smallest plan. Default
         ``NNVM_AUTO_SEARCH_MATCH_RANGE`` or ``MXNET_MEMORY_OPT``.
+    strategy : {"nnvm", "size_first", "auto"}, optional
+        ``"nnvm"`` reproduces MXNet's plan exactly; ``"size_first"`` keeps its in-place choices but
+        packs values into blocks offline, largest first (the match range does not apply);
+        ``"auto"`` runs both and keeps the smaller plan, so it is never worse than MXNet's.
+        Default ``MXREF_MEM_PLAN_STRATEGY`` or ``"nnvm"``.
 
     Provides ``storage_id`` and ``storage_inplace_index`` (per entry; the index of the input whose
     storage an output took, -1 if none, -2 if the output is never read), ``storage_allocated_bytes``
@@ -279,6 +317,10 @@ def plan_memory(graph: Graph, match_range: Optional[int] = None, num_colors: Opt
         num_colors = env_int("NNVM_EXEC_NUM_TEMP", 1)
     if auto_search is None:
         auto_search = env_bool("NNVM_AUTO_SEARCH_MATCH_RANGE", False) or env_bool("MXNET_MEMORY_OPT", False)
+    if strategy is None:
+        strategy = env_str("MXREF_MEM_PLAN_STRATEGY", "nnvm")
+    if strategy not in STRATEGIES:
+        raise MXNetError(f"plan_memory: unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     colors: List[int] = []
     if num_colors > 1:
         importance = [0 if n.is_variable else 1 for n in idx.nodes]
@@ -286,13 +328,19 @@ def plan_memory(graph: Graph, match_range: Optional[int] = None, num_colors: Opt
     ranges = [match_range]
     if auto_search and match_range > 0:
         ranges = [1 << k for k in range(match_range.bit_length()) if (1 << k) <= match_range]
+    # (strategy, match range) sweeps to try; the smallest plan wins, the first on a tie
+    sweeps = [("nnvm", mr) for mr in ranges] if strategy != "size_first" else []
+    sweeps += [("size_first", 0)] if strategy != "nnvm" else []
     best = None
-    for mr in ranges:
+    for kind, mr in sweeps:
         storage, inplace_index = list(preset), [-1] * idx.num_node_entries
         allocator = GraphAllocator(mr, colors)
         not_allocated = _alloc_memory(graph, node_range, storage, inplace_index, ref, allocator)
-        if best is None or allocator.total_bytes() < best[0]:
-            best = (allocator.total_bytes(), storage, inplace_index, not_allocated)
+        total = allocator.total_bytes()
+        if kind == "size_first":
+            total = _size_first(graph, storage, inplace_index, colors)
+        if best is None or total < best[0]:
+            best = (total, storage, inplace_index, not_allocated)
     out = Graph(graph.outputs, graph.attrs)
     out._indexed = idx
     total, storage, inplace_index, not_allocated = best
@@ -310,77 +358,3 @@ def _storage_bytes(graph: Graph, storage: List[int]) -> List[int]:
             size = _size(graph.attrs["shape"][eid]) * _dtype_size(graph.attrs["dtype"][eid])
             nbytes[sid] = max(nbytes.get(sid, 0), size)
     return [nbytes.get(sid, 0) for sid in range(max(nbytes, default=-1) + 1)]
-
-
-def total_mb_allocated(graph: Graph) -> int:
-    """MXNet's ``Total N MB allocated`` figure: planned bytes shifted right by 20."""
-    return int(graph.attrs["storage_allocated_bytes"]) >> 20
-
-
-def debug_str_footer(graph: Graph) -> str:
-    """The two lines ``GraphExecutor::Print`` ends with (memonger parses the first)."""
-    # NOTE: MXNet prints a hard-coded 11 TempSpace resources "to be backward compatible with the
-    # memonger"; tools that parse debug_str() expect exactly these two lines.
-    return f"Total {total_mb_allocated(graph)} MB allocated\nTotal 11 TempSpace resource requested\n"
-
-
-def memory_report(graph: Graph) -> Dict[str, int]:
-    """Planned bytes, the no-sharing figure and a lower bound, all with the planner's byte rule.
-
-    * ``planned``: ``storage_allocated_bytes``;
-    * ``no_sharing``: every planned entry in its own block (no in-place, no reuse);
-    * ``lower_bound``: the largest total size of blocks that are alive at one node, where entries
-      joined in place count once and an entry lives from its producer to its last reader (to the
-      end for graph outputs). No plan that keeps these in-place choices can use less.
-    """
-    idx = graph.indexed
-    shapes, storage = graph.attrs["shape"], graph.attrs["storage_id"]
-    inplace_index = graph.attrs["storage_inplace_index"]
-    lo, hi = graph.attrs.get("node_range", (0, idx.num_nodes))
-    producer = [0] * idx.num_node_entries
-    for nid in range(idx.num_nodes):
-        for eid in range(idx.entry_id(nid, 0), idx.entry_id(nid + 1, 0)):
-            producer[eid] = nid
-    # union entries shared in place: an output that took its input's storage continues it
-    group = list(range(idx.num_node_entries))
-    for nid in range(lo, hi):
-        node = idx.nodes[nid]
-        for eid in range(idx.entry_id(nid, 0), idx.entry_id(nid + 1, 0)):
-            if inplace_index[eid] >= 0:
-                group[eid] = group[idx.entry_id(node.inputs[inplace_index[eid]])]
-    start: Dict[int, int] = {}
-    end: Dict[int, int] = {}
-    size: Dict[int, int] = {}
-    no_sharing = 0
-    for eid, sid in enumerate(storage):
-        if sid < 0 or not (lo <= producer[eid] < hi):
-            continue
-        nbytes = _size(shapes[eid]) * _PLAN_ELEMENT_BYTES
-        no_sharing += nbytes
-        g = group[eid]
-        start[g] = min(start.get(g, producer[eid]), producer[eid])
-        end[g] = max(end.get(g, producer[eid]), producer[eid])
-        size[g] = max(size.get(g, 0), nbytes)
-    for nid in range(lo, hi):
-        node = idx.nodes[nid]
-        if node.is_variable:
-            continue
-        ignored = set(node.op.ignore_inputs)
-        for i, e in enumerate(node.inputs):
-            g = group[idx.entry_id(e)]
-            if i not in ignored and g in end:
-                end[g] = max(end[g], nid)
-    for e in idx.outputs:
-        g = group[idx.entry_id(e)]
-        if g in end:
-            end[g] = hi
-    delta = [0] * (hi - lo + 2)
-    for g, nbytes in size.items():
-        delta[start[g] - lo] += nbytes
-        delta[end[g] - lo + 1] -= nbytes
-    live = lower_bound = 0
-    for d in delta:
-        live += d
-        lower_bound = max(lower_bound, live)
-    return {"planned": int(graph.attrs["storage_allocated_bytes"]), "no_sharing": no_sharing,
-            "lower_bound": lower_bound}

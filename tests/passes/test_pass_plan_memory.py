@@ -142,6 +142,25 @@ def test_unknown_shape_is_not_allocated():
     assert _sid(g, a) == -1 and g.attrs["storage_num_not_allocated"] == 1
 
 
+def test_size_first_packs_values_offline_and_auto_keeps_the_smaller_plan():
+    """size_first puts the largest values first and fills gaps; auto is never worse than nnvm."""
+    x = var("x")
+    a = op("_tp_resize", x, n=10)
+    b = op("_tp_resize", a, n=100)      # a is free after this node
+    c = op("_tp_resize", b, n=1000)     # a's block is out of nnvm's match range: a new block
+    d = op("_tp_resize", c, n=100)      # reuses b's block
+    nnvm = _plan([d], {"x": (1,)}, strategy="nnvm")
+    packed = _plan([d], {"x": (1,)}, strategy="size_first")
+    best = _plan([d], {"x": (1,)}, strategy="auto")
+    assert nnvm.attrs["storage_allocated_bytes"] == (10 + 100 + 1000) * 4
+    # offline: c's block is free before c is produced, so a lives there first
+    assert packed.attrs["storage_allocated_bytes"] == (1000 + 100) * 4
+    assert _sid(packed, a) == _sid(packed, c) and _sid(packed, d) == _sid(packed, b)
+    assert best.attrs["storage_allocated_bytes"] == packed.attrs["storage_allocated_bytes"]
+    with pytest.raises(MXNetError, match="unknown strategy 'best'"):
+        _plan([d], {"x": (1,)}, strategy="best")
+
+
 def test_shape_attribute_length_checked():
     x = var("x")
     g = annotate([op("_tp_plain", x)], {"x": (4,)})
@@ -254,7 +273,7 @@ def random_graphs(draw):
         recipe.append((kind, draw(st.integers(0, n_items - 1)), draw(st.integers(0, n_items - 1)),
                        draw(st.integers(1, 60))))
     return sizes, recipe, draw(st.integers(1, 3)), draw(st.sampled_from([0, 1, 4, 16])), \
-        draw(st.sampled_from([1, 2, 3]))
+        draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from(["nnvm", "size_first", "auto"]))
 
 
 def _build(sizes, recipe):
@@ -281,11 +300,16 @@ def _build(sizes, recipe):
 @given(random_graphs())
 def test_random_graph_plans_keep_live_entries_apart(case):
     """No two simultaneously live entries share storage unless joined in place by an op allowing it."""
-    sizes, recipe, n_out, match_range, colors = case
+    sizes, recipe, n_out, match_range, colors, strategy = case
     built = _build(sizes, recipe)
     outputs = built[-n_out:]
     shapes = {f"v{i}": (s,) for i, s in enumerate(sizes)}
-    g = _plan(outputs, shapes, match_range=match_range, num_colors=colors)
+    kw = dict(match_range=match_range, num_colors=colors, strategy=strategy)
+    g = _plan(outputs, shapes, **kw)
     _check_invariants(g)
-    again = _plan(outputs, shapes, match_range=match_range, num_colors=colors)
+    again = _plan(outputs, shapes, **kw)
     assert again.attrs["storage_id"] == g.attrs["storage_id"], "planning is deterministic"
+    if strategy == "auto":
+        for other in ("nnvm", "size_first"):
+            plain = _plan(outputs, shapes, **dict(kw, strategy=other))
+            assert g.attrs["storage_allocated_bytes"] <= plain.attrs["storage_allocated_bytes"]
