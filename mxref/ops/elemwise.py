@@ -17,11 +17,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..base import MXNetError
 from ..symbol.graph import NodeEntry, make_node
 from .registry import OpDef, assign, elemwise_shape, elemwise_type, register
 
 __all__ = ["is_integer", "make_kernel", "sum_to_shape", "zero_grads", "output_grads", "register_unary",
-           "register_binary", "register_binary_backward", "BINARY_MATH", "COMPARISONS", "trunc_divide"]
+           "register_binary", "register_binary_backward", "BINARY_MATH", "COMPARISONS", "trunc_divide",
+           "named_rule"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,6 +71,18 @@ def output_grads(node, ograds) -> list:
             for i, g in enumerate(ograds)]
 
 
+def named_rule(op: str, rule: Callable) -> Callable:
+    """``rule`` (an ``infer_shape``/``infer_type``) whose errors start with the operator's name."""
+    def infer(params, items):
+        try:
+            return rule(params, items)
+        except MXNetError as exc:
+            if str(exc).startswith(op + ":"):
+                raise
+            raise MXNetError(f"{op}: {exc}") from None
+    return infer
+
+
 def trunc_divide(lhs, rhs, out):
     """Division as MXNet does it: true division for floats, truncation toward zero for ints."""
     if out.dtype.kind == "f":
@@ -106,8 +120,10 @@ def register_unary(name: str, fn: Callable, deriv: Callable = None, use: str = "
             return [NodeEntry(n, 0, 0)]
     elif grad is None:
         grad = zero_grads
-    return register(OpDef(name, make_kernel(fn), inplace=[(0, 0)], gradient=grad,
-                          aliases=aliases, doc=doc or f"{name}(data), elementwise."))
+    return register(OpDef(name, make_kernel(fn), inplace=[(0, 0)], gradient=grad, aliases=aliases,
+                          infer_shape=named_rule(name, elemwise_shape),
+                          infer_type=named_rule(name, elemwise_type),
+                          doc=doc or f"{name}(data), elementwise."))
 
 
 def _ufunc(u):
@@ -299,7 +315,9 @@ def register_binary(name: str, fn: Callable, partials: Callable = None, *, alias
             return [NodeEntry(n, 0, 0), NodeEntry(n, 1, 0)]
     elif grad is None:
         grad = zero_grads
-    return register(OpDef(name, make_kernel(fn), arguments=("lhs", "rhs"), infer_shape=infer_shape,
+    return register(OpDef(name, make_kernel(fn), arguments=("lhs", "rhs"),
+                          infer_shape=named_rule(name, infer_shape),
+                          infer_type=named_rule(name, elemwise_type),
                           inplace=[(0, 0), (1, 0)], gradient=grad, aliases=aliases,
                           doc=doc or f"{name}(lhs, rhs), elementwise."))
 
