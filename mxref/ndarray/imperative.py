@@ -18,39 +18,48 @@ import math
 import threading
 from typing import Callable, List, Optional, Sequence
 
-from .. import engine as _engine
+from .. import engine as _engine_mod
 from .. import resource as _resource
 from ..base import MXNetError
 from ..context import Context, current_context
+from ..engine.base import FnProperty
 from ..ops import registry
 from ..ops.registry import OpContext, OpDef
 from .chunk import Chunk
 from .ndarray import NDArray
 
-__all__ = ["invoke", "invoke_name", "parse_params", "is_training", "set_is_training", "set_record_hook"]
+__all__ = ["invoke", "invoke_name", "invoke_scalar", "parse_params", "is_training", "set_is_training",
+           "set_record_hook"]
 
 _OPS = registry._OPS      # name -> OpDef; read directly to keep the per-call lookup to one dict access
+_KERNELS = registry._KERNELS
 _CACHE_LIMIT = 4096       # distinct (op, params, shapes) entries kept before the caches are reset
 
 _params_cache: dict = {}  # (op name, kwargs key) -> parsed params
 _infer_cache: dict = {}   # (params key, input shapes, input dtypes) -> _Plan
+_NORMAL = FnProperty.NORMAL
 _WRITE = {n: ("write",) * n for n in range(8)}
 
 # ---------------------------------------------------------------------------------------------
 # Hooks for autograd: the training flag kernels see, and a recorder called after each invoke.
 # ---------------------------------------------------------------------------------------------
-_state = threading.local()
+class _ThreadState(threading.local):
+    # A class-level default: a missing thread-local attribute would cost an exception per call.
+    is_train = False
+
+
+_state = _ThreadState()
 _record_hook: Optional[Callable] = None
 
 
 def is_training() -> bool:
     """Whether operators run in training mode on this thread (``OpContext.is_train``)."""
-    return getattr(_state, "is_train", False)
+    return _state.is_train
 
 
 def set_is_training(flag: bool) -> bool:
     """Set this thread's training flag and return the previous one (``autograd.train_mode`` uses it)."""
-    old = getattr(_state, "is_train", False)
+    old = _state.is_train
     _state.is_train = bool(flag)
     return old
 
@@ -91,7 +100,8 @@ def parse_params(op: OpDef, kwargs: dict):
 class _Plan:
     """What one (op, params, input shapes, input dtypes) combination needs at every call."""
 
-    __slots__ = ("out_shapes", "out_dtypes", "out_nbytes", "mutate", "num_visible", "req")
+    __slots__ = ("out_shapes", "out_dtypes", "out_nbytes", "mutate", "num_visible", "req", "single",
+                 "kernel", "kernel_dev", "kernels_seen")
 
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
         names = op.list_inputs(params)
@@ -114,21 +124,38 @@ class _Plan:
         self.mutate = op.mutate_inputs(params) if op._aux_states else ()
         self.num_visible = op.num_visible_outputs(params)
         self.req = _WRITE.get(len(out_shapes)) or ("write",) * len(out_shapes)
+        self.single = (self.out_shapes[0], self.out_dtypes[0]) if len(out_shapes) == 1 else None
+        self.kernel, self.kernel_dev, self.kernels_seen = None, None, -1
 
 
 def _plan(op: OpDef, pkey, params: dict, inputs: Sequence[NDArray]) -> _Plan:
-    shapes = tuple([x._shape for x in inputs])
-    dtypes = tuple([x._dtype for x in inputs])
-    if pkey is None:
-        return _Plan(op, params, shapes, dtypes)
-    key = (pkey, shapes, dtypes)
-    plan = _infer_cache.get(key)
+    n = len(inputs)
+    # Flat keys for the common arities: building them is most of the cost of a cache hit.
+    if n == 1:
+        x = inputs[0]
+        key = (pkey, x._shape, x._dtype)
+    elif n == 2:
+        x, y = inputs
+        key = (pkey, x._shape, x._dtype, y._shape, y._dtype)
+    else:
+        key = (pkey, tuple([x._shape for x in inputs]), tuple([x._dtype for x in inputs]))
+    plan = _infer_cache.get(key) if pkey is not None else None
     if plan is None:
-        plan = _Plan(op, params, shapes, dtypes)
-        if len(_infer_cache) >= _CACHE_LIMIT:
-            _infer_cache.clear()
-        _infer_cache[key] = plan
+        plan = _Plan(op, params, tuple([x._shape for x in inputs]), tuple([x._dtype for x in inputs]))
+        if pkey is not None:
+            if len(_infer_cache) >= _CACHE_LIMIT:
+                _infer_cache.clear()
+            _infer_cache[key] = plan
     return plan
+
+
+def _kernel(op: OpDef, plan: _Plan, ctx: Context) -> Callable:
+    """The kernel for ``ctx``'s device, remembered on the plan until the kernel table grows."""
+    if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
+        plan.kernel = registry.get_kernel(op, ctx.device_type)
+        plan.kernel_dev = ctx.device_typeid
+        plan.kernels_seen = len(_KERNELS)
+    return plan.kernel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,6 +169,22 @@ def invoke_name(name: str, inputs: List[NDArray], kwargs: dict, out=None, ctx=No
         op = registry.get(name)   # raises the registry's "not registered" error
     pkey, params = parse_params(op, kwargs)
     return invoke(op, pkey, params, inputs, out, ctx)
+
+
+_scalar_cache: dict = {}    # (op name, scalar type, scalar) -> (op, params)
+
+
+def invoke_scalar(name: str, x: NDArray, scalar, out=None) -> List[NDArray]:
+    """``invoke`` of a ``_*_scalar`` operator: ``a + 1`` and ``a += 1`` take this short path."""
+    key = (name, scalar.__class__, scalar)
+    entry = _scalar_cache.get(key)
+    if entry is None:
+        op = _OPS.get(name) or registry.get(name)
+        entry = (op, op.parse_params({"scalar": scalar}))
+        if len(_scalar_cache) >= _CACHE_LIMIT:
+            _scalar_cache.clear()
+        _scalar_cache[key] = entry
+    return invoke(entry[0], key, entry[1], [x], out)
 
 
 def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
@@ -170,11 +213,19 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
                                  f"{[str(i.context) for i in inputs]}")
     elif ctx is None:
         ctx = current_context()
-    eng = _engine.get()
+    eng = _engine_mod._engine or _engine_mod.get()
+    single = plan.single
     if out is None:
-        new_var = eng.new_variable
-        outputs = [NDArray(Chunk(n, ctx, new_var()), s, t, 0)
-                   for s, t, n in zip(plan.out_shapes, plan.out_dtypes, plan.out_nbytes)]
+        if single is not None:
+            shape, dtype = single
+            outputs = [NDArray(Chunk(plan.out_nbytes[0], ctx, eng.new_variable()), shape, dtype, 0)]
+        else:
+            new_var = eng.new_variable
+            outputs = [NDArray(Chunk(n, ctx, new_var()), s, t, 0)
+                       for s, t, n in zip(plan.out_shapes, plan.out_dtypes, plan.out_nbytes)]
+    elif (single is not None and out.__class__ is NDArray and out._shape == single[0]
+          and out._dtype == single[1] and out._chunk.ctx is ctx):
+        outputs = [out]             # a += b: the common in-place case, already checked
     else:
         outputs = _check_out(op, plan, out, ctx)
     const_vars = [x._chunk.var for x in inputs]
@@ -185,15 +236,21 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     if op.resources:
         resources = [_resource.request(ctx, kind) for kind in op.resources]
         mutable_vars.extend([r.var for r in resources])
-    kernel = registry.get_kernel(op, ctx.device_type)
-    is_train = getattr(_state, "is_train", False)
+    kernel = _kernel(op, plan, ctx)
+    is_train = _state.is_train
     req = plan.req
 
-    def run(run_ctx):
-        kernel(OpContext(is_train, ctx, resources, run_ctx), params,
-               [x._data() for x in inputs], [o._data() for o in outputs], req)
+    refs = [inputs, outputs]
 
-    eng.push_sync(run, ctx, const_vars, mutable_vars, name=op.name)
+    def run(run_ctx):
+        ins, outs = refs
+        # Drop the arrays once run: their memory may then be freed even if the engine keeps the
+        # finished operation object around for a while (to reuse it, or as the last one run).
+        refs.clear()
+        kernel(OpContext(is_train, ctx, resources, run_ctx), params,
+               [x._data() for x in ins], [o._data() for o in outs], req)
+
+    eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     if _record_hook is not None:
         _record_hook(op, params, inputs, outputs)
     return outputs
@@ -217,7 +274,7 @@ def _check_out(op: OpDef, plan: _Plan, out, ctx) -> List[NDArray]:
             raise MXNetError(f"operator {op.name}: out= array {i} is on {o.context}, inputs on {ctx}")
     if len(outs) < len(plan.out_shapes):
         # Hidden outputs the caller did not ask for still need somewhere to go.
-        new_var = _engine.get().new_variable
+        new_var = _engine_mod.get().new_variable
         for s, t, n in zip(plan.out_shapes[len(outs):], plan.out_dtypes[len(outs):],
                            plan.out_nbytes[len(outs):]):
             outs.append(NDArray(Chunk(n, ctx, new_var()), s, t, 0))

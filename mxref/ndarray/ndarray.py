@@ -53,10 +53,7 @@ class NDArray:
         """
         view = self._np
         if view is None:
-            buf = self._chunk.data()
-            nbytes = math.prod(self._shape) * self._dtype.itemsize
-            view = buf[self._offset:self._offset + nbytes].view(self._dtype).reshape(self._shape)
-            self._np = view
+            view = self._np = np.ndarray(self._shape, self._dtype, self._chunk.data(), self._offset)
         return view
 
     def _view(self, shape: Tuple[int, ...], offset: int) -> "NDArray":
@@ -257,12 +254,12 @@ class NDArray:
             name = elem if elem is not None and other._shape == self._shape else bcast
             return _imperative.invoke_name(name, [self, other], _EMPTY, out)[0]
         if isinstance(other, numeric_types):
-            return _imperative.invoke_name(scalar, [self], {"scalar": other}, out)[0]
+            return _imperative.invoke_scalar(scalar, self, other, out)[0]
         return NotImplemented
 
     def _scalar_only(self, other, scalar: str):
         if isinstance(other, numeric_types):
-            return _imperative.invoke_name(scalar, [self], {"scalar": other}, None)[0]
+            return _imperative.invoke_scalar(scalar, self, other)[0]
         return NotImplemented
 
     def __add__(self, o):
@@ -317,7 +314,7 @@ class NDArray:
         return self._scalar_only(o, "_rpower_scalar")
 
     def __neg__(self):
-        return _imperative.invoke_name("_mul_scalar", [self], {"scalar": -1.0}, None)[0]
+        return _imperative.invoke_scalar("_mul_scalar", self, -1.0)[0]
 
     def __pos__(self):
         return self
