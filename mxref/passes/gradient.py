@@ -114,6 +114,7 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
     xs = list(xs if xs is not None else graph.attrs.get("grad_xs", ()))
     ys_out_grad = list(ys_out_grad if ys_out_grad is not None else graph.attrs.get("grad_ys_out_grad", ()))
     mirror_fun = mirror_fun or graph.attrs.get("grad_mirror_fun")
+    mirror_everywhere = mirror_everywhere or graph.attrs.get("grad_mirror_everywhere", False)
     if len(ys) != len(ys_out_grad):
         raise MXNetError(f"gradient: {len(ys)} outputs but {len(ys_out_grad)} head gradients")
     topo = topo_sort(ys)

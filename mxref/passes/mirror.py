@@ -8,6 +8,10 @@ pass is done with it. Two policies, both MXNet's:
   FullyConnected, Concat, SoftmaxOutput) is recomputed; Dropout never is (nor any op drawing
   random numbers: a recomputation would draw different ones). A node attribute
   ``__force_mirroring__='True'`` forces mirroring, ``'False'`` forbids it.
+* ``"cheap"`` — the same choice of nodes, but every backward node reads the recomputed copies
+  (``mirror_everywhere``), so a Convolution's backward no longer keeps the forward ReLU output
+  alive. On ResNet-50 this is what turns recomputation into a saving (see
+  ``docs/architecture/memory-planning.md``).
 * ``"sublinear"`` — memonger's plan (Chen et al. 2016, arXiv 1604.06174): *every* forward op is
   recomputed except checkpoints placed at cut points, one whenever the activations since the
   last checkpoint exceed a threshold, so about sqrt(n) segments are kept and each segment is
@@ -137,21 +141,24 @@ def search_plan(outputs: Sequence[NodeEntry], shapes: Callable[[NodeEntry], Sequ
     return best[1]
 
 
-@register_pass("mirror", provides=("grad_mirror_fun",))
+@register_pass("mirror", provides=("grad_mirror_fun", "grad_mirror_everywhere"))
 def mirror(graph: Graph, mirror_policy: str = "mxnet", threshold_bytes: Optional[float] = None,
            **_ignored) -> Graph:
-    """Attach the ``grad_mirror_fun`` predicate the gradient pass reads.
+    """Attach what the gradient pass reads: ``grad_mirror_fun`` and ``grad_mirror_everywhere``.
 
-    ``mirror_policy`` is ``"mxnet"`` (``MXNET_BACKWARD_DO_MIRROR``'s rule, forced on) or
-    ``"sublinear"`` (memonger's plan; needs the ``shape`` attribute; ``threshold_bytes`` defaults
-    to ``default_threshold``).
+    ``mirror_policy`` is ``"mxnet"`` (``MXNET_BACKWARD_DO_MIRROR``'s rule, forced on), ``"cheap"``
+    (the same nodes, read everywhere in backward) or ``"sublinear"`` (memonger's plan, read
+    everywhere; needs the ``shape`` attribute; ``threshold_bytes`` defaults to
+    ``default_threshold``).
     """
     out = Graph(graph.outputs, graph.attrs)
-    if mirror_policy == "mxnet":
+    out.attrs["grad_mirror_everywhere"] = mirror_policy != "mxnet"
+    if mirror_policy in ("mxnet", "cheap"):
         out.attrs["grad_mirror_fun"] = mxnet_mirror_fun(True)
         return out
     if mirror_policy != "sublinear":
-        raise MXNetError(f"mirror: unknown mirror_policy {mirror_policy!r}; use 'mxnet' or 'sublinear'")
+        raise MXNetError(f"mirror: unknown mirror_policy {mirror_policy!r}; use 'mxnet', 'cheap' "
+                         "or 'sublinear'")
     if "shape" not in graph.attrs:
         raise MXNetError("mirror: the 'sublinear' policy needs the 'shape' attribute (run infer_shape)")
     idx = graph.indexed
