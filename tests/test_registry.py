@@ -63,5 +63,5 @@ def test_override_warns():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         register(Other, "sq")
-    assert caught and registry.get_registry(Base)["sq"] is Other
-    register(Square, "sq")
+        assert caught and registry.get_registry(Base)["sq"] is Other
+        register(Square, "sq")
