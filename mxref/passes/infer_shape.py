@@ -3,8 +3,9 @@
 The sweep (nnvm's ``InferAttr``) keeps one value per node entry. It starts from the values the
 caller gives for input variables, then from the variables' own hints (``__shape__``), and calls
 each operator's rule in topological order, then in reverse order, and so on while the number of
-unknown entries keeps falling. A rule may fill in unknown *inputs* as well as outputs: that is
-how ``fc1_weight``'s shape ``(10, 5)`` follows from the data shape ``(4, 5)`` and ``num_hidden=10``.
+unknown entries keeps falling. A rule may fill in unknown *inputs* as well as outputs (and may
+take the known output values as a third argument, so outputs can inform inputs): that is how
+``fc1_weight``'s shape ``(10, 5)`` follows from the data shape ``(4, 5)`` and ``num_hidden=10``.
 
 In shapes, ``None`` is an unknown shape and ``0`` an unknown dimension (MXNet 1.x's convention).
 
@@ -14,9 +15,11 @@ gradient pass marks backward nodes this way (``fc1_weight``'s gradient is like `
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..base import MXNetError
+from ..ops import registry
 from ..ops.registry import _to_shape
 from .base import Graph, register_pass
 
@@ -54,6 +57,31 @@ def merge_shape(old: Shape, new: Shape) -> Shape:
 
 SHAPE_RULE = AttrRule("shape", lambda op: op.infer_shape, "__shape__", _to_shape, shape_is_known,
                       merge_shape, lambda s: "unknown" if s is None else str(tuple(s)))
+
+
+_TAKES_OUTPUTS: Dict[Any, bool] = {}
+
+
+def _call_rule(fn: Callable, params: dict, ins: list, outs: list):
+    """Call an op's rule, letting known outputs inform the inputs where the rule allows it.
+
+    The registry's rules see input values only; the shared elementwise rules are symmetric, so
+    the output joins the inputs, and a rule that takes a third argument gets the output values.
+    That is what lets a backward sweep carry shapes from an output back to an input.
+    """
+    if fn in (registry.elemwise_shape, registry.elemwise_type) and len(outs) == 1:
+        new_in, new_out = fn(params, list(ins) + list(outs))
+        return new_in[:len(ins)], new_out
+    takes = _TAKES_OUTPUTS.get(fn)
+    if takes is None:
+        try:
+            positional = [p for p in inspect.signature(fn).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            takes = len(positional) >= 3
+        except (TypeError, ValueError):
+            takes = False
+        _TAKES_OUTPUTS[fn] = takes
+    return fn(params, ins, outs) if takes else fn(params, ins)
 
 
 def _input_names(node) -> List[str]:
@@ -115,7 +143,8 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
             return
         ins = [values[e] for e in in_eids]
         try:
-            new_in, new_out = rule.op_rule(node.op)(node.params, ins)
+            new_in, new_out = _call_rule(rule.op_rule(node.op), node.params, ins,
+                                         [values[e] for e in out_eids])
         except MXNetError as exc:
             raise MXNetError(f"infer_{rule.name}: error in operator {node.name} ({node.op.name}) "
                              f"with input {rule.name}s {[rule.fmt(v) for v in ins]}: {exc}") from None
