@@ -71,17 +71,15 @@ def test_lr_mult_by_name_index_and_gluon_param():
 
 
 def test_symbol_attributes_set_multipliers():
-    """__lr_mult__ / __wd_mult__ attributes of a symbol's arguments become multipliers."""
-    class FakeSym:
-        def attr_dict(self):
-            return {"w_weight": {"__lr_mult__": "0.5", "__wd_mult__": "3"}, "data": {}}
-
-        def list_arguments(self):
-            return ["data", "w_weight"]
-
-    o = opt.SGD(learning_rate=0.1, wd=0.1, sym=FakeSym(), param_idx2name={0: "w_weight"})
-    assert o.lr_mult == {"w_weight": 0.5}
-    assert o._get_lr(0) == pytest.approx(0.05) and o._get_wd(0) == pytest.approx(0.3)
+    """Variables made with lr_mult/wd_mult carry __lr_mult__/__wd_mult__, which become the
+    multipliers (MXNet 1.9.1 gives lr 0.05, wd 0.2 for the weight and wd 0 for the bias here)."""
+    from mxref import symbol as sym
+    weight = sym.Variable("fc_weight", lr_mult=0.5, wd_mult=2.0)
+    net = sym.FullyConnected(data=sym.Variable("data"), weight=weight, num_hidden=3, name="fc")
+    o = opt.SGD(sym=net, param_idx2name={0: "fc_weight", 1: "fc_bias"}, learning_rate=0.1, wd=0.1)
+    assert o.lr_mult == {"fc_weight": 0.5} and o.wd_mult == {"fc_bias": 0.0, "fc_weight": 2.0}
+    assert o._get_lr(0) == pytest.approx(0.05) and o._get_wd(0) == pytest.approx(0.2)
+    assert o._get_wd(1) == 0.0
 
 
 def test_num_update_counts_per_index_from_one():
