@@ -1,4 +1,7 @@
 """count_flops: the example pass of docs/howto/add_a_graph_pass.md (FLOPs from inferred shapes)."""
+import pathlib
+import re
+
 import pytest
 from passes_helpers import annotate, var
 
@@ -37,3 +40,15 @@ def test_requires_shapes():
     act, _, _ = _mlp()
     with pytest.raises(MXNetError, match="requires attributes \\['shape'\\]"):
         apply_pass(Graph([act]), "count_flops")
+
+
+def test_howto_quotes_the_real_code():
+    """Every python block of docs/howto/add_a_graph_pass.md that shows the pass is in the file."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = (root / "docs/howto/add_a_graph_pass.md").read_text()
+    source = (root / "mxref/passes/count_flops.py").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", doc, flags=re.S)
+    quoted = [b for b in blocks if "apply_pass(graph_with_shapes" not in b]
+    assert len(quoted) == 4
+    for block in quoted:
+        assert block in source, f"the how-to quotes code the pass no longer has:\n{block}"
