@@ -38,6 +38,7 @@ class AttrRule(NamedTuple):
     is_known: Callable[[Any], bool]
     merge: Callable[[Any, Any], Any]            # raises ValueError when the two disagree
     fmt: Callable[[Any], str]
+    pass_name: str                              # for messages: "infer_shape" / "infer_type"
 
 
 def shape_is_known(shape: Shape) -> bool:
@@ -56,7 +57,7 @@ def merge_shape(old: Shape, new: Shape) -> Shape:
 
 
 SHAPE_RULE = AttrRule("shape", lambda op: op.infer_shape, "__shape__", _to_shape, shape_is_known,
-                      merge_shape, lambda s: "unknown" if s is None else str(tuple(s)))
+                      merge_shape, lambda s: "unknown" if s is None else str(tuple(s)), "infer_shape")
 
 
 _TAKES_OUTPUTS: Dict[Any, bool] = {}
@@ -106,7 +107,7 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
         try:
             values[eid] = rule.merge(values[eid], new)
         except ValueError:
-            raise MXNetError(f"infer_{rule.name}: {where()} has {rule.name} {rule.fmt(values[eid])} "
+            raise MXNetError(f"{rule.pass_name}: {where()} has {rule.name} {rule.fmt(values[eid])} "
                              f"but {rule.fmt(new)} is inferred") from None
 
     for pos, nid in enumerate(idx.input_nodes):
@@ -120,7 +121,7 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
             try:
                 parsed = rule.parse_hint(hint)
             except (ValueError, MXNetError):
-                raise MXNetError(f"infer_{rule.name}: variable '{node.name}' has a bad "
+                raise MXNetError(f"{rule.pass_name}: variable '{node.name}' has a bad "
                                  f"{rule.hint_key} attribute {hint!r}") from None
             merge_into(eid, parsed, lambda node=node, hint=hint:
                        f"variable '{node.name}' ({rule.hint_key}={hint})")
@@ -146,15 +147,15 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
             new_in, new_out = _call_rule(rule.op_rule(node.op), node.params, ins,
                                          [values[e] for e in out_eids])
         except MXNetError as exc:
-            raise MXNetError(f"infer_{rule.name}: error in operator {node.name} ({node.op.name}) "
+            raise MXNetError(f"{rule.pass_name}: error in operator {node.name} ({node.op.name}) "
                              f"with input {rule.name}s {[rule.fmt(v) for v in ins]}: {exc}") from None
         except Exception as exc:  # a rule not written for unknown inputs: wait for more information
             if all(rule.is_known(v) for v in ins):
-                raise MXNetError(f"infer_{rule.name}: operator {node.name} ({node.op.name}) failed "
+                raise MXNetError(f"{rule.pass_name}: operator {node.name} ({node.op.name}) failed "
                                  f"on input {rule.name}s {[rule.fmt(v) for v in ins]}: {exc!r}") from exc
             return
         if len(new_in) != len(in_eids) or len(new_out) != len(out_eids):
-            raise MXNetError(f"infer_{rule.name}: the rule of {node.op.name} returned "
+            raise MXNetError(f"{rule.pass_name}: the rule of {node.op.name} returned "
                              f"{len(new_in)} inputs / {len(new_out)} outputs for node {node.name}, "
                              f"which has {len(in_eids)} / {len(out_eids)}")
         names = _input_names(node)

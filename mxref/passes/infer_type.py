@@ -27,7 +27,7 @@ def _merge_dtype(old: Optional[np.dtype], new) -> Optional[np.dtype]:
 
 DTYPE_RULE = AttrRule("dtype", lambda op: op.infer_type, "__dtype__", lambda s: normalize_dtype(int(s)),
                       lambda t: t is not None, _merge_dtype,
-                      lambda t: "unknown" if t is None else np.dtype(t).name)
+                      lambda t: "unknown" if t is None else np.dtype(t).name, "infer_type")
 
 
 @register_pass("infer_type", requires=(), provides=("dtype", "dtype_num_unknown_nodes"))

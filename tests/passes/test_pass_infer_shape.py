@@ -1,0 +1,137 @@
+"""Graph pass infer_shape: forward and backward sweeps, weights from data, hints, the
+`output_like` hook, unknown counts, and errors that name the node, operator and shapes."""
+import warnings
+
+import numpy as np
+import pytest
+
+import mxref.name
+import mxref.passes.infer_shape  # noqa: F401 - registers the pass
+import mxref.symbol as sym
+from mxref.base import MXNetError
+from mxref.ops.registry import OpDef, Param, exists, register
+from mxref.passes.base import Graph, apply_pass, list_passes
+from mxref.passes.infer_shape import merge_shape
+from mxref.symbol.graph import NodeEntry
+
+
+def _dense_shape(p, ins):
+    if ins[0] is None:
+        return list(ins), [None]
+    n = p["num_hidden"]
+    return [ins[0], (n, int(np.prod(ins[0][1:]))), (n,)], [(ins[0][0], n)]
+
+
+if not exists("TShapeDense"):
+    register(OpDef("TShapeDense", arguments=("data", "weight", "bias"), infer_shape=_dense_shape,
+                   params={"num_hidden": Param("int")}))
+    register(OpDef("TShapeAdd", arguments=("lhs", "rhs")))
+    register(OpDef("TShapeRelu"))
+    register(OpDef("TShapeFragile", infer_shape=lambda p, ins: ([ins[0]], [(ins[0][0] * 2,)])))
+
+
+@pytest.fixture(autouse=True)
+def fresh_names():
+    with mxref.name.NameManager():
+        yield
+
+
+def _run(s, **shapes):
+    g = apply_pass(Graph(s._outputs), "infer_shape", shape_inputs=shapes)
+    return g, {n: g.attrs["shape"][g.indexed.entry_id(e)]
+               for n, e in zip(s.get_internals().list_outputs(), s.get_internals()._outputs)}
+
+
+def test_pass_is_registered_with_what_it_provides():
+    """The pass declares its outputs, as every mxref pass does."""
+    info = list_passes()["infer_shape"]
+    assert info.provides == ("shape", "shape_num_unknown_nodes") and info.requires == ()
+
+
+def test_weights_are_inferred_from_data():
+    """An op rule fills in unknown inputs: weight and bias follow from data and num_hidden."""
+    net = sym.TShapeDense(sym.Variable("data"), num_hidden=10, name="fc1")
+    g, shapes = _run(net, data=(4, 5))
+    assert shapes == {"data": (4, 5), "fc1_weight": (10, 5), "fc1_bias": (10,), "fc1_output": (4, 10)}
+    assert g.attrs["shape_num_unknown_nodes"] == 0
+
+
+def test_backward_sweep_carries_an_output_shape_to_an_input():
+    """relu(x) + w with only w known: x is found by the backward sweep through relu."""
+    x, w = sym.Variable("x"), sym.Variable("w")
+    net = sym.TShapeAdd(sym.TShapeRelu(x), w)
+    _, shapes = _run(net, w=(3, 2))
+    assert shapes["x"] == (3, 2) and shapes["tshapeadd0_output"] == (3, 2)
+
+
+def test_hints_partial_shapes_and_unknown_count():
+    """__shape__ hints are used, 0 dims are filled in, the user's shape wins over a partial hint."""
+    v = sym.Variable("v", shape=(0, 4))
+    g, shapes = _run(sym.TShapeRelu(v))
+    assert shapes["v"] == (0, 4) and g.attrs["shape_num_unknown_nodes"] == 2
+    assert _run(sym.TShapeRelu(v), v=(5, 4))[1]["v"] == (5, 4)
+    assert sym.Variable("k", shape=(3,)).infer_shape() == ([(3,)], [(3,)], [])
+
+
+def test_inputs_may_be_a_list_in_input_node_order_and_graph_attrs_seed():
+    """shape_inputs also works as a list aligned with indexed.input_nodes, or from graph.attrs."""
+    net = sym.TShapeDense(sym.Variable("data"), num_hidden=2, name="fc")
+    g = apply_pass(Graph(net._outputs), "infer_shape", shape_inputs=[(3, 7), None, None])
+    assert g.attrs["shape"][g.indexed.entry_id(net._outputs[0])] == (3, 2)
+    g2 = Graph(net._outputs, attrs={"shape_inputs": {"data": (1, 1)}})
+    assert apply_pass(g2, "infer_shape").attrs["shape_num_unknown_nodes"] == 0
+
+
+def test_inconsistent_shapes_name_node_op_and_shapes():
+    """A contradiction names the node, the operator, the input and both shapes."""
+    net = sym.TShapeDense(sym.Variable("data"), num_hidden=10, name="fc1")
+    with pytest.raises(MXNetError, match=r"fc1 \(TShapeDense\): input 'weight' has shape \(3, 5\) "
+                                         r"but \(10, 5\) is inferred"):
+        net.infer_shape(data=(4, 5), fc1_weight=(3, 5))
+    with pytest.raises(MXNetError, match="infer_shape error. Arguments:\n  data: "):
+        net.infer_shape(data=(4, 5), fc1_weight=(3, 5))
+
+
+def test_rules_that_cannot_handle_unknown_inputs_wait_for_them():
+    """A rule that fails on an unknown input is retried later; on known inputs it is an error."""
+    net = sym.TShapeFragile(sym.Variable("a"))
+    assert net.infer_shape_partial() == ([()], [()], [])
+    assert net.infer_shape(a=(3,))[1] == [(6,)]
+
+
+def test_output_like_hook_copies_shapes_both_ways():
+    """A node marked extra['output_like'] mirrors the listed entries (how gradients get shapes)."""
+    x, y = sym.Variable("x"), sym.Variable("y")
+    fwd = sym.TShapeRelu(x)
+    grad = sym.TShapeAdd(fwd, y)
+    grad._outputs[0].node.extra["output_like"] = [NodeEntry(x._outputs[0].node, 0, 0)]
+    _, shapes = _run(sym.Group([grad, fwd]), x=(2, 2))
+    assert shapes["tshapeadd0_output"] == (2, 2)
+    _, shapes = _run(sym.Group([grad, fwd]))
+    assert shapes["x"] is None
+
+
+def test_symbol_front_end_incomplete_and_partial():
+    """infer_shape warns and returns Nones when undecided; infer_shape_partial shows () instead."""
+    net = sym.TShapeDense(sym.Variable("data"), num_hidden=3, name="fc")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert net.infer_shape() == (None, None, None)
+    assert "Cannot decide shape for the following arguments" in str(caught[0].message)
+    assert "\tdata: ()" in str(caught[0].message)
+    assert net.infer_shape_partial(fc_weight=(3, 4)) == ([(), (3, 4), ()], [()], [])
+    assert net.infer_shape((2, 4))[0] == [(2, 4), (3, 4), (3,)]
+    with pytest.raises(MXNetError, match="'nope' is not an input"):
+        net.infer_shape(nope=(1,))
+    with pytest.raises(ValueError):
+        net.infer_shape((2, 4), data=(2, 4))
+    with pytest.raises(MXNetError, match="tuple of ints"):
+        net.infer_shape(data="2x4")
+
+
+def test_merge_shape():
+    """Unknown dims (0) merge with known ones; rank or value disagreements raise ValueError."""
+    assert merge_shape(None, (2, 0)) == (2, 0) and merge_shape((0, 3), (2, 0)) == (2, 3)
+    for a, b in (((2,), (2, 1)), ((2, 3), (2, 4))):
+        with pytest.raises(ValueError):
+            merge_shape(a, b)
