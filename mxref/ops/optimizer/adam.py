@@ -20,7 +20,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ..registry import Param, assign
-from .common import CLIP, LAZY, LR, RESCALE, WD, preprocess, update_op
+from .common import CLIP, LAZY, LR, RESCALE, WD, preprocess, update_op, write
 
 BETA1 = Param("float", 0.9, doc="Decay rate of the first moment.")
 BETA2 = Param("float", 0.999, doc="Decay rate of the second moment.")
@@ -35,11 +35,16 @@ def _moments(g, mean, var, beta1, beta2):
 
 def _adam(octx, params, inputs, outputs, req):
     w, grad, mean, var = inputs
-    g = grad * params["rescale_grad"] + w * params["wd"]
+    g = grad * params["rescale_grad"]
+    g += w * params["wd"]
     if params["clip_gradient"] >= 0:
         np.clip(g, -params["clip_gradient"], params["clip_gradient"], out=g)
     _moments(g, mean, var, params["beta1"], params["beta2"])
-    assign(outputs[0], req[0], w - params["lr"] * mean / (np.sqrt(var) + params["epsilon"]))
+    denom = np.sqrt(var)
+    denom += params["epsilon"]
+    step = np.multiply(mean, params["lr"], out=g)   # g is spent: reuse it as scratch
+    step /= denom
+    write(outputs[0], req[0], lambda dst: np.subtract(w, step, out=dst))
 
 
 def _lamb_phase1(octx, params, inputs, outputs, req):

@@ -211,3 +211,27 @@ def test_bad_inputs_raise():
                             mx.nd.zeros((2, 3), dtype="float16"), lr=0.1)
     with pytest.raises(MXNetError, match="r1"):
         mx.nd.lamb_update_phase2(w, w, mx.nd.zeros((2,)), mx.nd.zeros((1,)), lr=0.1)
+
+
+@pytest.mark.parametrize("op,nstates,kw", [("sgd_update", 0, {}), ("sgd_mom_update", 1, {"momentum": 0.9}),
+                                           ("adam_update", 2, {})])
+def test_req_modes_and_separate_output(op, nstates, kw):
+    """Kernels honour req: 'write' into a separate output leaves the weight unchanged, 'add' adds
+    the new weight to the output, 'null' writes nothing (states still advance)."""
+    opdef = registry.get(op)
+    kernel, params = registry.get_kernel(opdef, "cpu"), opdef.parse_params(dict(kw, lr=0.1))
+    w, g = W0.astype(np.float32), GRADS[0].astype(np.float32)
+
+    def run(req, out):
+        st = [np.zeros_like(w) for _ in range(nstates)]
+        weight = w.copy()
+        kernel(None, params, [weight, g, *st], [out], [req])
+        np.testing.assert_array_equal(weight, w)
+        return out
+
+    new = run("write", np.zeros_like(w))
+    np.testing.assert_allclose(run("add", np.ones_like(w)), new + 1, rtol=1e-6)
+    np.testing.assert_array_equal(run("null", np.full_like(w, 3.0)), 3.0)
+    inplace = w.copy()
+    kernel(None, params, [inplace, g, *[np.zeros_like(w) for _ in range(nstates)]], [inplace], ["write"])
+    np.testing.assert_array_equal(inplace, new)
