@@ -1,12 +1,14 @@
 """Convolution (1-D, 2-D, 3-D; stride, pad, dilate, num_group) as im2col + one GEMM per group.
 
 Math (cross-correlation, NC(D)(H)W layout, ``G`` groups; ``col`` is ``im2col(pad(data))`` with rows
-``(n, o)`` and columns ``(c, k)``; ``W_g`` is group g's weight as a ``(F/G, C/G * prod(kernel))``
-matrix)::
+``(c, k)`` and columns ``(n, o)``; ``W_g`` is group g's weight as a ``(F/G, C/G * prod(kernel))``
+matrix; ``dout_g`` is ``(F/G, N * prod(out))``)::
 
     out[n, f, o] = sum_{c, k} W[f, c, k] * data[n, g*C/G + c, o*stride + k*dilate - pad] + bias[f]
-    out_g  = col_g  @ W_g^T          dW_g = dout_g^T @ col_g        dbias = sum_{n, o} dout
-    dcol_g = dout_g @ W_g            ddata = col2im(dcol)
+    out_g  = W_g @ col_g             dW_g = dout_g @ col_g^T        dbias = sum_{n, o} dout
+    dcol_g = W_g^T @ dout_g          ddata = col2im(dcol)
+
+The data gradient's columns are produced kernel-offset-major, so col2im adds contiguous blocks.
 
 Backward dependencies: ``_backward_Convolution`` takes ``(ograd, data, weight)`` and recomputes the
 columns from ``data`` rather than keeping them (MXNet does the same, in its workspace).
@@ -18,7 +20,7 @@ import numpy as np
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, known, merge_shape, out_entries, uniform_type
-from .im2col import col2im, im2col, out_size, pad_spatial
+from .im2col import col2im_kc, im2col_t, out_size, pad_spatial
 
 PARAMS = {
     "kernel": Param("shape", doc="Convolution kernel size: (w,), (h, w) or (d, h, w)."),
@@ -71,20 +73,25 @@ def infer_shape(p, in_shapes):
     return ins, [(data[0], f) + spatial]
 
 
+def _group_weights(w, g):
+    """``(G, F/G, C/G * K)`` and, kernel-major for the data gradient, ``(G, K * C/G, F/G)``."""
+    f, cg = w.shape[:2]
+    w3 = w.reshape(g, f // g, cg, -1)
+    return w3.reshape(g, f // g, -1), w3.transpose(0, 3, 2, 1).reshape(g, -1, f // g)
+
+
 def forward(octx, p, inputs, outputs, req):
     k, s, d, pd = geometry("Convolution", p)
     x, w, out, g = inputs[0], inputs[1], outputs[0], p["num_group"]
-    cols = im2col(pad_spatial(x, pd), k, s, d, out.shape[2:])
+    cols = im2col_t(pad_spatial(x, pd), k, s, d, out.shape[2:])  # (C*K, N*O)
     n, f = out.shape[:2]
-    w2 = w.reshape(g, f // g, -1)
-    cg = cols.shape[1] // g
-    res = np.empty((n, cols.shape[0] // n, f), dtype=out.dtype)
-    res2, fg = res.reshape(-1, f), f // g
+    w2, ckg, fg = _group_weights(w, g)[0], cols.shape[0] // g, f // g
+    res = np.empty((f, cols.shape[1]), dtype=out.dtype)
     for i in range(g):  # one GEMM per group (one in total for the usual num_group=1)
-        np.matmul(cols[:, i * cg:(i + 1) * cg], w2[i].T, out=res2[:, i * fg:(i + 1) * fg])
+        np.matmul(w2[i], cols[i * ckg:(i + 1) * ckg], out=res[i * fg:(i + 1) * fg])
     if not p["no_bias"]:
-        res += inputs[2]
-    assign(out.reshape(n, f, -1), req[0], res.transpose(0, 2, 1))
+        res += inputs[2][:, None]
+    assign(out.reshape(n, f, -1), req[0], res.reshape(f, n, -1).swapaxes(0, 1))
 
 
 def backward(octx, p, inputs, outputs, req):
@@ -92,20 +99,21 @@ def backward(octx, p, inputs, outputs, req):
     og, x, w, g = inputs[0], inputs[1], inputs[2], p["num_group"]
     n, f = og.shape[:2]
     xp = pad_spatial(x, pd)
-    og2 = np.ascontiguousarray(og.reshape(n, f, -1).transpose(0, 2, 1)).reshape(-1, f)
-    w2 = w.reshape(g, f // g, -1)
+    og_f = np.ascontiguousarray(og.reshape(n, f, -1).swapaxes(0, 1)).reshape(f, -1)  # (F, N*O)
+    w2, wk = _group_weights(w, g)
     fg, ckg = f // g, w2.shape[2]
     if req[1] != "null":
-        cols = im2col(xp, k, s, d, og.shape[2:])
-        dw = np.stack([og2[:, i * fg:(i + 1) * fg].T @ cols[:, i * ckg:(i + 1) * ckg] for i in range(g)])
+        cols = im2col_t(xp, k, s, d, og.shape[2:])
+        dw = np.stack([og_f[i * fg:(i + 1) * fg] @ cols[i * ckg:(i + 1) * ckg].T for i in range(g)])
         assign(outputs[1], req[1], dw.reshape(w.shape))
     if req[0] != "null":
-        dcols = np.empty((og2.shape[0], g * ckg), dtype=og.dtype)
+        kk, cg = int(np.prod(k)), w.shape[1]
+        dcols = np.empty((kk, g * cg, og_f.shape[1]), dtype=og.dtype)  # (K, C, N*O)
         for i in range(g):
-            np.matmul(og2[:, i * fg:(i + 1) * fg], w2[i], out=dcols[:, i * ckg:(i + 1) * ckg])
-        assign(outputs[0], req[0], col2im(dcols, xp.shape, k, s, d, og.shape[2:], pd))
+            np.matmul(wk[i].reshape(kk, cg, fg), og_f[i * fg:(i + 1) * fg], out=dcols[:, i * cg:(i + 1) * cg])
+        assign(outputs[0], req[0], col2im_kc(dcols, xp.shape, k, s, d, og.shape[2:], pd))
     if not p["no_bias"]:
-        assign(outputs[2], req[2], og2.sum(axis=0))
+        assign(outputs[2], req[2], og_f.sum(axis=1))
 
 
 def backward_shape(p, in_shapes):

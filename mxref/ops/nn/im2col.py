@@ -88,3 +88,28 @@ def col2im(cols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, dila
     scatter_windows(dx, lambda kpos: blocks[(slice(None), slice(None)) + kpos], kernel, stride, dilate,
                     out_shape)
     return crop_spatial(dx, pad)
+
+
+def im2col_t(xp: np.ndarray, kernel, stride, dilate, out_shape) -> np.ndarray:
+    """The transposed column matrix ``(C * prod(kernel), N * prod(out))``: rows ``(c, *k)``,
+    columns ``(n, *o)``. Convolution uses this layout: its GEMMs then need no transposed copies."""
+    nd = len(kernel)
+    win = window_view(xp, kernel, stride, dilate, out_shape)
+    order = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    rows = xp.shape[1] * int(np.prod(kernel))
+    return np.ascontiguousarray(win.transpose(order)).reshape(rows, -1)
+
+
+def col2im_kc(dcols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, dilate, out_shape,
+              pad: Sequence[int]) -> np.ndarray:
+    """Adjoint of ``im2col`` for columns laid out ``(prod(kernel), C, N, *out)`` (kernel-major).
+
+    Each kernel offset is then one contiguous ``(C, N, *out)`` block, added into a channel-major
+    ``(C, N, *padded)`` buffer; one transposed copy at the end gives ``(N, C, *spatial)``.
+    """
+    n, c = padded_shape[:2]
+    blocks = dcols.reshape((-1, c, n) + tuple(out_shape))
+    dxt = np.zeros((c, n) + tuple(padded_shape[2:]), dtype=dcols.dtype)
+    offsets = {kpos: i for i, kpos in enumerate(np.ndindex(*kernel))}
+    scatter_windows(dxt, lambda kpos: blocks[offsets[kpos]], kernel, stride, dilate, out_shape)
+    return crop_spatial(dxt, pad).swapaxes(0, 1)

@@ -8,8 +8,9 @@ Math, for window ``w(o)`` of output position ``o`` over the padded input::
 
 ``|w(o)|`` counts padding (``count_include_pad=True``, MXNet's default) but never positions past the
 padded input, which the ``'full'`` convention (output size rounded up) can reach. Max pooling pads
-with -inf. Backward dependencies: ``_backward_Pooling`` takes ``(ograd, data)`` (max recomputes
-the arg max from ``data``); ``global_pool`` makes the kernel the whole spatial extent.
+with -inf. Forward and backward are one vectorised numpy operation per kernel offset. Backward
+dependencies: ``_backward_Pooling`` takes ``(ograd, data, output)`` (as MXNet); ``global_pool``
+makes the kernel the whole spatial extent.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, known, uniform_type
-from .im2col import crop_spatial, out_size, pad_spatial, scatter_windows, window_view
+from .im2col import crop_spatial, out_size, pad_spatial
 
 PARAMS = {
     "kernel": Param("shape", (), doc="Pooling kernel size: (w,), (h, w) or (d, h, w)."),
@@ -81,40 +82,55 @@ def _divisor(p, dshape, k, s, pd, out):
     return div
 
 
+def _window_slices(kpos, stride, out):
+    return (slice(None), slice(None)) + tuple(slice(k, k + st * (o - 1) + 1, st)
+                                              for k, st, o in zip(kpos, stride, out))
+
+
 def forward(octx, p, inputs, outputs, req):
     x, t = inputs[0], p["pool_type"]
     k, s, pd, out, extra = geometry(p, x.shape)
     xp = pad_spatial(x, pd, -np.inf if t == "max" else 0.0, extra)
-    win = window_view(xp, k, s, (1,) * len(k), out)
-    axes = tuple(range(-len(k), 0))
-    res = win.max(axis=axes) if t == "max" else win.sum(axis=axes)
+    # One vectorised max/add per kernel offset: each is a strided (N, C, *out) slice of the input.
+    res = None
+    for kpos in np.ndindex(*k):
+        win = xp[_window_slices(kpos, s, out)]
+        if res is None:
+            res = win.copy()
+        elif t == "max":
+            np.maximum(res, win, out=res)
+        else:
+            res += win
     if t == "avg":
         res /= _divisor(p, x.shape, k, s, pd, out).astype(res.dtype)
     assign(outputs[0], req[0], res)
 
 
 def backward(octx, p, inputs, outputs, req):
-    og, x, t = inputs[0], inputs[1], p["pool_type"]
+    og, x, y, t = inputs[0], inputs[1], inputs[2], p["pool_type"]
     k, s, pd, out, extra = geometry(p, x.shape)
     dxp = np.zeros(tuple(x.shape[:2]) + tuple(a + 2 * b + e for a, b, e in zip(x.shape[2:], pd, extra)),
                    dtype=og.dtype)
     if t == "max":
-        win = window_view(pad_spatial(x, pd, -np.inf, extra), k, s, (1,) * len(k), out)
-        flat = win.reshape(win.shape[:2 + len(k)] + (-1,))  # copies the windows once
-        arg = flat.argmax(axis=-1)
-        scatter_windows(dxp, lambda kpos: og * (arg == np.ravel_multi_index(kpos, k)), k, s,
-                        (1,) * len(k), out)
+        # The gradient goes to the first offset (in kernel order) holding the window's maximum.
+        xp, taken = pad_spatial(x, pd, -np.inf, extra), np.zeros(og.shape, dtype=bool)
+        for kpos in np.ndindex(*k):
+            sl = _window_slices(kpos, s, out)
+            hit = (xp[sl] == y) & ~taken
+            taken |= hit
+            dxp[sl] += og * hit
     else:
         g = og / _divisor(p, x.shape, k, s, pd, out).astype(og.dtype) if t == "avg" else og
-        scatter_windows(dxp, lambda kpos: g, k, s, (1,) * len(k), out)
+        for kpos in np.ndindex(*k):
+            dxp[_window_slices(kpos, s, out)] += g
     assign(outputs[0], req[0], crop_spatial(dxp, pd, extra))
 
 
 def gradient(node, ograds):
-    return [entry(backward_node(node, "_backward_Pooling", [ograds[0], node.inputs[0]]))]
+    return [entry(backward_node(node, "_backward_Pooling", [ograds[0], node.inputs[0], entry(node)]))]
 
 
 register(OpDef("Pooling", forward, params=PARAMS, infer_shape=infer_shape, infer_type=uniform_type(1),
                gradient=gradient, validate=_validate, doc=__doc__))
-register(OpDef("_backward_Pooling", backward, arguments=["ograd", "data"], params=PARAMS,
+register(OpDef("_backward_Pooling", backward, arguments=["ograd", "data", "output"], params=PARAMS,
                infer_shape=lambda p, s: (list(s), [s[1]]), infer_type=uniform_type(1)))
