@@ -1,0 +1,296 @@
+"""How an Executor turns a Symbol into engine work: the training graph, its memory plan, cached ops.
+
+The steps follow MXNet's ``GraphExecutor::Init``:
+
+1. :func:`build_graph` — copy the symbol's graph; when some argument wants a gradient, append the
+   gradient graph (``passes.gradient.full_graph``: head gradients are variables ``_head_grad_<i>``;
+   nodes are mirrored as ``MXNET_BACKWARD_DO_MIRROR`` says); infer every entry's shape and dtype;
+   plan memory with the bound gradient arrays as external storage.
+2. :func:`allocate` — one NDArray (chunk + engine variable) per storage id, sized to its largest
+   entry; every planned entry is a view of its block. Entries sharing memory therefore share one
+   engine variable, and the engine orders their uses with no extra bookkeeping.
+3. :func:`compile_segments` — per node, everything a run needs is computed once: the kernel, the
+   parameters, numpy views of the inputs and outputs, ``req``, the variables it reads and writes,
+   its resources. Consecutive nodes are grouped into *segments*, each pushed as one engine
+   operation (MXNet's bulk execution, ``MXNET_EXEC_BULK_EXEC_*``), so a forward pass costs a few
+   pushes instead of one per node.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import engine as _engine
+from . import resource as _resource
+from .base import MXNetError, env_bool, env_int
+from .ndarray.chunk import Chunk
+from .ndarray.ndarray import NDArray
+from .ops.registry import OpContext, get_kernel
+from .passes.base import Graph, apply_pass
+from .passes.gradient import full_graph
+from .passes.mirror import mxnet_mirror_fun
+from .passes.plan_memory import BAD_STORAGE_ID, EXTERNAL_STORAGE_ID
+from .symbol.graph import NodeEntry
+from .symbol.symbol import _copy_graph
+
+__all__ = ["GraphPlan", "build_graph", "allocate", "compile_segments", "NodeOp", "SegmentFn"]
+
+
+class GraphPlan:
+    """The planned graph and the facts the Executor needs about it.
+
+    ``graph`` carries ``shape``, ``dtype``, ``storage_id``, ``storage_inplace_index``,
+    ``storage_allocated_bytes`` and ``storage_bytes`` (per entry id / storage id).
+    ``num_forward_nodes`` splits the node order: forward nodes first, then backward ones.
+    ``head_grad_nids[i]`` is the variable node of output ``i``'s head gradient, or ``None`` when no
+    backward node reads it (loss layers). ``grad_eids[name]`` is the entry holding the gradient of
+    argument ``name`` (for arguments with ``grad_req != 'null'``).
+    """
+
+    def __init__(self, graph: Graph, num_forward_outputs: int, num_forward_nodes: int,
+                 input_nid: Dict[str, int], head_grad_nids: List[Optional[int]],
+                 grad_eids: Dict[str, int]):
+        self.graph = graph
+        self.idx = graph.indexed
+        self.num_forward_outputs = num_forward_outputs
+        self.num_forward_nodes = num_forward_nodes
+        self.input_nid = input_nid
+        self.head_grad_nids = head_grad_nids
+        self.grad_eids = grad_eids
+
+    def shape(self, eid: int):
+        return self.graph.attrs["shape"][eid]
+
+    def dtype(self, eid: int) -> np.dtype:
+        return self.graph.attrs["dtype"][eid]
+
+    def input_shape(self, name: str):
+        return self.shape(self.idx.entry_id(self.input_nid[name], 0))
+
+    def input_dtype(self, name: str) -> np.dtype:
+        return self.dtype(self.idx.entry_id(self.input_nid[name], 0))
+
+
+def _fmt(kind: str, value) -> str:
+    if kind == "shape":
+        return "unknown" if value is None else str(tuple(value))
+    return "unknown" if value is None else np.dtype(value).name
+
+
+def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: Dict[str, tuple],
+                dtypes: Dict[str, np.dtype], caller: str = "bind") -> GraphPlan:
+    """Training (or inference) graph of ``outputs``, with shapes, dtypes and a memory plan.
+
+    ``grad_req`` maps argument names to 'null'/'write'/'add'; ``shapes``/``dtypes`` give what is
+    known of the inputs. Raises ``MXNetError`` naming the inputs whose shape or dtype stays unknown.
+    """
+    outputs = _copy_graph(outputs)   # the executor owns its nodes: passes may annotate them
+    fwd_idx = Graph(outputs).indexed
+    xs = [NodeEntry(fwd_idx.nodes[nid], 0, 0) for nid in fwd_idx.arg_nodes
+          if grad_req.get(fwd_idx.nodes[nid].name, "null") != "null"]
+    if xs:
+        graph = full_graph(outputs, xs, mirror_fun=mxnet_mirror_fun())
+        head_nodes = graph.attrs["head_grad_nodes"]
+    else:
+        graph, head_nodes = Graph(outputs), []
+    graph = apply_pass(graph, "infer_shape", shape_inputs=shapes)
+    graph = apply_pass(graph, "infer_type", dtype_inputs=dtypes)
+    idx = graph.indexed
+    input_nid = {idx.nodes[nid].name: nid for nid in idx.input_nodes}
+    for kind in ("shape", "dtype"):
+        values = graph.attrs[kind]
+        known = (lambda s: s is not None and 0 not in s) if kind == "shape" else (lambda t: t is not None)
+        bad = [idx.nodes[nid].name for nid in idx.input_nodes if not known(values[idx.entry_id(nid, 0)])]
+        if bad:
+            given = shapes if kind == "shape" else dtypes
+            given = ", ".join(f"{k}: {_fmt(kind, v)}" for k, v in given.items())
+            raise MXNetError(f"{caller}: cannot infer the {kind} of input(s) {bad} from the given "
+                             f"{kind}s ({given or 'none'}); give them as arguments")
+        for nid, node in enumerate(idx.nodes):
+            if node.is_variable:
+                continue
+            for i in range(node.num_outputs()):
+                if not known(values[idx.entry_id(nid, i)]):
+                    raise MXNetError(f"{caller}: cannot infer the {kind} of output {i} of operator "
+                                     f"{node.name} ({node.op.name})")
+    num_fwd = len(outputs)
+    grad_eids = {x.node.name: idx.entry_id(e) for x, e in zip(xs, graph.outputs[num_fwd:])}
+    storage = [BAD_STORAGE_ID] * idx.num_node_entries
+    for eid in grad_eids.values():           # gradient arrays are bound by the caller
+        storage[eid] = EXTERNAL_STORAGE_ID
+    graph.attrs["storage"] = storage
+    graph = apply_pass(graph, "plan_memory")
+    head_grad_nids = [idx.node_id.get(id(h)) for h in head_nodes]
+    num_forward_nodes = len(Graph(outputs).indexed.nodes)
+    return GraphPlan(graph, num_fwd, num_forward_nodes, input_nid, head_grad_nids, grad_eids)
+
+
+def allocate(plan: GraphPlan, ctx, bound: Dict[int, NDArray], shared_pool: Optional[list] = None):
+    """Arrays for every entry: bound arrays (``eid -> NDArray``: inputs, gradients) and views of
+    one pooled block per storage id.
+
+    Blocks are taken largest first from ``shared_pool`` (chunks of another executor, first fit,
+    as MXNet's ``shared_exec`` does), else made new and appended to it. Returns
+    ``(entry_arrays, pool)``.
+    """
+    graph, idx = plan.graph, plan.idx
+    sids, nbytes = graph.attrs["storage_id"], graph.attrs["storage_bytes"]
+    pool = shared_pool if shared_pool is not None else []
+    free = sorted(pool, key=lambda c: c.nbytes)
+    eng = _engine.get()
+    blocks: Dict[int, Chunk] = {}
+    for sid in sorted(range(len(nbytes)), key=lambda s: -nbytes[s]):
+        if nbytes[sid] == 0:
+            continue
+        chunk = next((c for c in free if c.nbytes >= nbytes[sid] and c.ctx == ctx), None)
+        if chunk is not None:
+            free.remove(chunk)
+        else:
+            chunk = Chunk(nbytes[sid], ctx, eng.new_variable())
+            pool.append(chunk)
+        chunk.data()    # allocate now, as MXNet does at bind: views below are taken once
+        blocks[sid] = chunk
+    arrays: List[Optional[NDArray]] = [None] * idx.num_node_entries
+    for eid, arr in bound.items():
+        arrays[eid] = arr
+    for nid, node in enumerate(idx.nodes):
+        if node.is_variable:
+            continue
+        for i in range(node.num_outputs()):
+            eid = idx.entry_id(nid, i)
+            if arrays[eid] is not None:
+                continue
+            shape, dtype = tuple(plan.shape(eid)), np.dtype(plan.dtype(eid))
+            chunk = blocks.get(sids[eid])
+            if chunk is None:   # not planned (zero-size entries): a private array
+                chunk = Chunk(max(int(np.prod(shape)) * dtype.itemsize, 0), ctx, eng.new_variable())
+            arrays[eid] = NDArray(chunk, shape, dtype, 0)
+    return arrays, pool
+
+
+class NodeOp:
+    """One node made ready to run: what its kernel call needs, computed once at bind."""
+
+    __slots__ = ("nid", "name", "op_name", "call", "const_vars", "mutable_vars")
+
+    def __init__(self, nid, name, op_name, call, const_vars, mutable_vars):
+        self.nid = nid
+        self.name = name
+        self.op_name = op_name
+        # (kernel, (octx_eval, octx_train), params, input views, output views, req)
+        self.call = call
+        self.const_vars = const_vars
+        self.mutable_vars = mutable_vars
+
+
+def _reqs(plan: GraphPlan, nid: int, add_eids: set) -> List[str]:
+    """MXNet's request per output: add to a gradient bound with 'add', in place, never read, write."""
+    inplace = plan.graph.attrs["storage_inplace_index"]
+    reqs = []
+    for i in range(plan.idx.nodes[nid].num_outputs()):
+        eid = plan.idx.entry_id(nid, i)
+        if eid in add_eids:
+            reqs.append("add")
+        elif inplace[eid] >= 0:
+            reqs.append("inplace")
+        elif inplace[eid] == -2:
+            reqs.append("null")
+        else:
+            reqs.append("write")
+    return reqs
+
+
+def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) -> List[NodeOp]:
+    """A ``NodeOp`` for every operator node, in execution order."""
+    idx = plan.idx
+    ops = []
+    for nid, node in enumerate(idx.nodes):
+        if node.is_variable:
+            continue
+        op, params = node.op, node.params
+        in_arrs = [arrays[idx.entry_id(e)] for e in node.inputs]
+        out_arrs = [arrays[idx.entry_id(nid, i)] for i in range(node.num_outputs())]
+        resources = [_resource.request(ctx, kind) for kind in op.resources]
+        mutable = [a._chunk.var for a in out_arrs]
+        mutable += [in_arrs[k]._chunk.var for k in op.mutate_inputs(params) if k < len(in_arrs)]
+        mutable += [r.var for r in resources]
+        mset = set(map(id, mutable))
+        const = [v for v in dict.fromkeys(a._chunk.var for a in in_arrs) if id(v) not in mset]
+        octxs = (OpContext(False, ctx, resources), OpContext(True, ctx, resources))
+        call = (get_kernel(op, ctx.device_type), octxs, params, [a._data() for a in in_arrs],
+                [a._data() for a in out_arrs], _reqs(plan, nid, add_eids))
+        ops.append(NodeOp(nid, node.name, op.name, call, const, list(dict.fromkeys(mutable))))
+    return ops
+
+
+class SegmentFn:
+    """The engine function of one segment: runs its nodes' kernels in order.
+
+    Two instances exist per segment (training and inference), so the flag a run sees is fixed at
+    push time even if the next ``forward`` changes it. On failure ``failed_name`` names the node,
+    which the engine puts in the error it raises at the next wait.
+    """
+
+    __slots__ = ("calls", "names", "is_train", "failed_name", "__name__")
+
+    def __init__(self, ops: Sequence[NodeOp], is_train: bool, name: str):
+        self.calls = [op.call for op in ops]
+        self.names = [f"{op.op_name} (node {op.name})" for op in ops]
+        self.is_train = int(is_train)
+        self.failed_name = None
+        self.__name__ = name
+
+    def __call__(self, run_ctx) -> None:
+        t = self.is_train
+        call = None
+        try:
+            for call in self.calls:
+                kernel, octxs, params, ins, outs, req = call
+                octx = octxs[t]
+                octx.run_ctx = run_ctx
+                kernel(octx, params, ins, outs, req)
+        except BaseException:
+            self.failed_name = self.names[self.calls.index(call)] if call is not None else None
+            raise
+
+
+class Segment:
+    """Consecutive nodes pushed as one engine op: reads what they read from outside, writes the rest."""
+
+    __slots__ = ("ops", "const_vars", "mutable_vars", "name", "fns")
+
+    def __init__(self, ops: Sequence[NodeOp], name: str):
+        self.ops = list(ops)
+        mutable = list(dict.fromkeys(v for op in ops for v in op.mutable_vars))
+        mset = set(map(id, mutable))
+        self.const_vars = [v for v in dict.fromkeys(v for op in ops for v in op.const_vars)
+                           if id(v) not in mset]
+        self.mutable_vars = mutable
+        self.name = name if len(ops) > 1 else ops[0].op_name
+        self.fns = (SegmentFn(ops, False, self.name), SegmentFn(ops, True, self.name))
+
+    def push(self, ctx, is_train: bool) -> None:
+        _engine.get().push_sync(self.fns[int(is_train)], ctx, self.const_vars, self.mutable_vars,
+                                name=self.name)
+
+
+def bulk_sizes(training: bool) -> tuple:
+    """Nodes per segment ``(forward, backward)`` from MXNet's ``MXNET_EXEC_BULK_EXEC_*`` flags.
+
+    Inference bulks the whole forward pass into one segment; training into segments of at most
+    ``MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD`` / ``_BWD`` nodes (default 15). A size of 1 means
+    one engine op per node.
+    """
+    if not training:
+        return (1 << 30 if env_bool("MXNET_EXEC_BULK_EXEC_INFERENCE", True) else 1), 1
+    if not env_bool("MXNET_EXEC_BULK_EXEC_TRAIN", True):
+        return 1, 1
+    default = env_int("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN", 15)
+    return (max(1, env_int("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", default)),
+            max(1, env_int("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD", default)))
+
+
+def compile_segments(ops: Sequence[NodeOp], size: int, name: str) -> List[Segment]:
+    """Split ``ops`` (already in execution order) into segments of at most ``size`` nodes."""
+    return [Segment(ops[i:i + size], name) for i in range(0, len(ops), max(1, size))]
