@@ -42,8 +42,9 @@ def gradient(node, ograds):
 
 
 register(OpDef("MakeLoss", identity, params=PARAMS, gradient=gradient, inplace=[(0, 0)],
-               loss_layer=True, doc=__doc__))
+               inplace_identity=[True], loss_layer=True, doc=__doc__))
 register(OpDef("_backward_MakeLoss", backward, arguments=["output"], params=PARAMS, inplace=[(0, 0)]))
 register(OpDef("BlockGrad", identity, gradient=lambda node, ograds: [None], inplace=[(0, 0)],
+               inplace_identity=[True],
                infer_shape=elemwise_shape, infer_type=elemwise_type, aliases=["stop_gradient"],
                doc=__doc__))
