@@ -1,0 +1,639 @@
+"""Testing helpers with MXNet 1.x's names: tolerant comparison, numeric gradients, symbolic checks,
+consistency across dtypes and kernels, reproducible seeds, and ``OpTestCase`` for declarative op tests.
+
+Gradients are always computed by the real ``Executor``; a numeric gradient is a central difference
+of ``f(x) = sum_i <output_i, proj_i>`` for a fixed random projection ``proj`` (which is also the
+head gradient fed to ``backward``), so every output of a multi-output symbol is checked.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import random as _pyrandom
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import resource as _resource
+from .base import MXNetError
+from .context import Context, current_context
+from .ndarray.ndarray import NDArray
+from .ndarray.utils import array
+from .ops import registry as _registry
+
+__all__ = ["default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
+           "default_numeric_eps", "get_tolerance", "get_tols", "get_rtol", "get_atol", "same",
+           "almost_equal", "assert_almost_equal", "assert_allclose", "assert_exception",
+           "random_arrays", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "rand_ndarray",
+           "simple_forward", "numeric_grad", "check_numeric_gradient", "check_symbolic_forward",
+           "check_symbolic_backward", "check_consistency", "reference_kernels", "with_seed", "OpTestCase"]
+
+_default_ctx: Optional[Context] = None
+
+
+def default_context() -> Context:
+    """The context tests run on: the one set by ``set_default_context``, else the current one."""
+    return _default_ctx if _default_ctx is not None else current_context()
+
+
+def set_default_context(ctx: Context) -> None:
+    global _default_ctx
+    _default_ctx = ctx
+
+
+def default_dtype():
+    return np.float32
+
+
+# MXNet 1.9.1's defaults: a dtype's precision decides how close is close enough.
+_RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
+_ATOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
+# powers of two, so ``x + eps / 2`` drops no bits of the step
+_EPS = {np.dtype(np.float16): 2.0 ** -6, np.dtype(np.float32): 2.0 ** -9, np.dtype(np.float64): 2.0 ** -14}
+
+
+def default_rtols() -> Dict[np.dtype, float]:
+    return dict(_RTOL)
+
+
+def default_atols() -> Dict[np.dtype, float]:
+    return dict(_ATOL)
+
+
+def default_numeric_eps() -> Dict[np.dtype, float]:
+    return dict(_EPS)
+
+
+def get_tolerance(dat, tol, default_tol: dict) -> float:
+    """``tol`` if a number, else its (or the default) entry for ``dat``'s dtype (integers: 0)."""
+    if isinstance(tol, (int, float)):
+        return tol
+    dtype = np.dtype(getattr(dat, "dtype", np.float64))
+    return (tol or {}).get(dtype, default_tol.get(dtype, 0))
+
+
+def get_tols(x, y, rtol, atol):
+    """The looser of the two arrays' tolerances (a float32 vs float64 comparison uses float32's)."""
+    x = np.asarray(x) if isinstance(x, (int, float)) else x
+    y = np.asarray(y) if isinstance(y, (int, float)) else y
+    return (max(get_tolerance(x, rtol, _RTOL), get_tolerance(y, rtol, _RTOL)),
+            max(get_tolerance(x, atol, _ATOL), get_tolerance(y, atol, _ATOL)))
+
+
+def get_rtol(rtol=None, dtype=np.dtype(np.float64)) -> float:
+    return _RTOL[np.dtype(dtype)] if rtol is None else rtol
+
+
+def get_atol(atol=None, dtype=np.dtype(np.float64)) -> float:
+    return _ATOL[np.dtype(dtype)] if atol is None else atol
+
+
+def _host(a) -> np.ndarray:
+    return a.asnumpy() if isinstance(a, NDArray) else np.asarray(a)
+
+
+def same(a, b) -> bool:
+    """Exactly equal values (and shapes)."""
+    return np.array_equal(_host(a), _host(b))
+
+
+def almost_equal(a, b, rtol=None, atol=None, equal_nan: bool = False) -> bool:
+    a, b = _host(a), _host(b)
+    return bool(np.allclose(a, b, rtol=get_rtol(rtol), atol=get_atol(atol), equal_nan=equal_nan))
+
+
+def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan: bool = False,
+                        use_broadcast: bool = True, mismatches=(10, 10)) -> None:
+    """Assert ``|a - b| <= atol + rtol * |b|`` elementwise, with tolerances chosen by dtype.
+
+    ``rtol``/``atol`` may be numbers or ``{dtype: tol}`` dicts; ``None`` takes MXNet's defaults
+    (float32: 1e-4 / 1e-3, float64: 1e-5 / 1e-20). The error names the worst element and how
+    many elements are off.
+    """
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a, b = _host(a), _host(b)
+    if not use_broadcast and a.shape != b.shape:
+        raise AssertionError(f"{names[0]}.shape = {a.shape} and {names[1]}.shape = {b.shape} are not equal")
+    if a.dtype == np.bool_ and b.dtype == np.bool_:
+        np.testing.assert_equal(a, b)
+        return
+    if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
+        return
+    a64, b64 = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64))
+    diff = np.where(a64 == b64, 0.0, np.abs(a64 - b64))
+    if equal_nan:
+        diff = np.where(np.isnan(a64) & np.isnan(b64), 0.0, diff)
+    violation = np.nan_to_num(diff / (atol + rtol * np.abs(b64) + 1e-20), nan=np.inf)
+    where = np.unravel_index(int(np.argmax(violation)), violation.shape) if violation.ndim else ()
+    bad = int(np.sum(violation > 1))
+    raise AssertionError(
+        f"Error {float(violation[where]):f} exceeds tolerance rtol={rtol:e}, atol={atol:e} "
+        f"(mismatch {100.0 * bad / max(violation.size, 1):f}%).\nLocation of maximum error: {where}, "
+        f"{names[0]}={float(a64[where]):.8f}, {names[1]}={float(b64[where]):.8f}\n"
+        f" {names[0]}: {np.array2string(a, threshold=8)}\n {names[1]}: {np.array2string(b, threshold=8)}")
+
+
+def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan: bool = True) -> None:
+    assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def assert_exception(f, exception_type, *args, **kwargs) -> None:
+    """Assert that ``f(*args, **kwargs)`` raises ``exception_type``."""
+    try:
+        f(*args, **kwargs)
+    except exception_type:
+        return
+    raise AssertionError(f"{getattr(f, '__name__', f)} did not raise {exception_type.__name__}")
+
+
+# ---------------------------------------------------------------------------------------------
+# random data
+# ---------------------------------------------------------------------------------------------
+
+def random_arrays(*shapes):
+    """Standard-normal float32 numpy arrays (one array, or a list for several shapes)."""
+    arrays = [np.array(np.random.randn(), dtype=np.float32) if len(s) == 0 else
+              np.random.randn(*s).astype(np.float32) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def rand_shape_2d(dim0: int = 10, dim1: int = 10, allow_zero_size: bool = False):
+    low = 0 if allow_zero_size else 1
+    return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
+
+
+def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10, allow_zero_size: bool = False):
+    low = 0 if allow_zero_size else 1
+    return tuple(int(np.random.randint(low, d + 1)) for d in (dim0, dim1, dim2))
+
+
+def rand_shape_nd(num_dim: int, dim: int = 10, allow_zero_size: bool = False):
+    low = 0 if allow_zero_size else 1
+    return tuple(int(d) for d in np.random.randint(low, dim + 1, size=num_dim))
+
+
+def rand_ndarray(shape, stype: str = "default", density=None, dtype=None, **kwargs) -> NDArray:
+    """A uniform [0, 1) NDArray (dense storage only)."""
+    if stype != "default":
+        raise MXNetError(f"rand_ndarray: storage type {stype!r} is not supported (dense only)")
+    return array(np.random.uniform(size=shape), dtype=dtype or np.float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic checks (all through the Executor)
+# ---------------------------------------------------------------------------------------------
+
+def _as_dict(values, names: List[str], what: str) -> Dict:
+    if isinstance(values, dict):
+        if set(values) != set(names):
+            raise ValueError(f"Symbol {what} and keys of the given location do not match: "
+                             f"expected {names}, got {sorted(values)}")
+        return dict(values)
+    if len(values) != len(names):
+        raise ValueError(f"{len(values)} values given for {len(names)} {what} {names}")
+    return dict(zip(names, values))
+
+
+def _to_nd(value, ctx, dtype) -> NDArray:
+    if dtype == "asnumpy":
+        return array(value, ctx=ctx, dtype=np.asarray(value).dtype)
+    return array(value, ctx=ctx, dtype=dtype)
+
+
+def _parse_location(sym, location, ctx, dtype=np.float32) -> Dict[str, NDArray]:
+    """Argument arrays by name from a list (``list_arguments()`` order) or dict of numpy arrays."""
+    given = _as_dict(location, sym.list_arguments(), "arguments")
+    return {k: _to_nd(v, ctx, dtype) for k, v in given.items()}
+
+
+def _parse_aux_states(sym, aux_states, ctx, dtype=np.float32) -> Optional[Dict[str, NDArray]]:
+    if aux_states is None:
+        return None
+    return {k: _to_nd(v, ctx, dtype) for k, v in
+            _as_dict(aux_states, sym.list_auxiliary_states(), "auxiliary states").items()}
+
+
+def simple_forward(sym, ctx=None, is_train: bool = False, **inputs):
+    """Outputs of ``sym`` on numpy inputs, as numpy (one array, or a list)."""
+    ex = sym.bind(ctx or default_context(), args={k: array(v) for k, v in inputs.items()})
+    outs = [o.asnumpy() for o in ex.forward(is_train=is_train)]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def numeric_grad(executor, location: Dict[str, np.ndarray], aux_states=None, eps: float = 1e-4,
+                 use_forward_train: bool = True, dtype=np.float32, projections=None,
+                 max_elements: Optional[int] = None, num_directions: int = 3, rng=None):
+    """Central differences of ``f = sum_i <outputs[i], projections[i]>`` (or of ``sum(outputs[0])``).
+
+    Arguments with at most ``max_elements`` elements (all, if ``None``) get one difference per
+    element. Larger ones are probed along ``num_directions`` random unit directions ``d``: the
+    result is then ``{name: [(d, f'(x; d)), ...]}``, to compare with ``<grad, d>``.
+    """
+    projections = projections or [None] * len(executor.outputs)
+    rng = rng or np.random
+
+    def f() -> float:
+        if aux_states is not None:
+            for key, val in aux_states.items():
+                executor.aux_dict[key][:] = val
+        outs = executor.forward(is_train=use_forward_train)
+        return sum(float(np.sum(o.asnumpy().astype(np.float64) * (1.0 if p is None else p)))
+                   for o, p in zip(outs, projections))
+
+    grads = {}
+    for name, value in location.items():
+        value = np.array(value, dtype=dtype)
+        if value.dtype.kind != "f":
+            continue
+        target = executor.arg_dict[name]
+        if max_elements is None or value.size <= max_elements:
+            g = np.zeros(value.shape, dtype=np.float64)
+            for i in range(value.size):
+                old = value.flat[i]
+                value.flat[i] = old + eps / 2
+                target[:] = value
+                f_plus = f()
+                value.flat[i] = old - eps / 2
+                target[:] = value
+                g.flat[i] = (f_plus - f()) / eps
+                value.flat[i] = old
+            grads[name] = g
+        else:
+            probes = []
+            for _ in range(num_directions):
+                d = rng.standard_normal(value.shape)
+                d /= np.linalg.norm(d)
+                target[:] = (value + d * (eps / 2)).astype(dtype)
+                f_plus = f()
+                target[:] = (value - d * (eps / 2)).astype(dtype)
+                probes.append((d, (f_plus - f()) / eps))
+            grads[name] = probes
+        target[:] = value
+    return grads
+
+
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None, atol=None,
+                           grad_nodes=None, use_forward_train: bool = True, ctx=None,
+                           grad_stype_dict=None, dtype=np.float32, *, max_elements: int = 4096,
+                           num_directions: int = 3) -> None:
+    """Compare the Executor's gradient with central differences (MXNet's signature).
+
+    ``grad_nodes`` (list, or dict name -> grad_req) limits the checked arguments (default all).
+    Arguments with more than ``max_elements`` elements are checked along ``num_directions`` random
+    directions instead of element by element. Defaults: ``numeric_eps`` by dtype (float32 2^-9,
+    float64 2^-14), ``rtol`` 1e-2, ``atol`` by dtype (float32 1e-3, float64 1e-6).
+    """
+    ctx = ctx or default_context()
+    dtype = np.dtype(dtype)
+    loc = _parse_location(sym, location, ctx, dtype)
+    loc_np = {k: v.asnumpy() for k, v in loc.items()}
+    aux = _parse_aux_states(sym, aux_states, ctx, dtype)
+    aux_np = None if aux is None else {k: v.asnumpy() for k, v in aux.items()}
+    if grad_nodes is None:
+        grad_req = {k: "write" for k in sym.list_arguments()}
+    elif isinstance(grad_nodes, dict):
+        grad_req = dict(grad_nodes)
+    else:
+        grad_req = {k: "write" for k in grad_nodes}
+    rng = np.random.RandomState(np.random.randint(1 << 30))
+    old_grads = {k: rng.normal(0, 0.01, loc[k].shape) for k in grad_req}
+    args_grad = {k: array(v, ctx=ctx, dtype=dtype) for k, v in old_grads.items()}
+    ex = sym.bind(ctx, args=loc, args_grad=args_grad, grad_req=grad_req, aux_states=aux)
+    outs = ex.forward(is_train=True)
+    # projections not too close to 0, so the differences keep their precision
+    proj = [(rng.rand(*o.shape) + 0.1).astype(dtype) for o in outs]
+    ex.backward([array(p, ctx=ctx, dtype=dtype) for p in proj])
+    sym_grads = {k: (g.asnumpy() if g is not None else None) for k, g in ex.grad_dict.items()}
+    eps = get_tolerance(np.zeros(1, dtype), numeric_eps, _EPS)
+    rtol = 1e-2 if rtol is None else rtol
+    atol = get_tolerance(np.zeros(1, dtype), atol, {np.dtype(np.float16): 1e-1,
+                                                     np.dtype(np.float32): 1e-3,
+                                                     np.dtype(np.float64): 1e-6})
+    num = numeric_grad(ex, {k: loc_np[k] for k in grad_req}, aux_np, eps, use_forward_train, dtype,
+                       proj, max_elements, num_directions, rng)
+    for name, req in grad_req.items():
+        got = sym_grads[name]
+        if req == "add":
+            got = got - old_grads[name]
+        if req == "null":
+            continue
+        fd = num.get(name)
+        if fd is None:
+            continue
+        if isinstance(fd, list):    # directional probes
+            fd, got = np.array([v for _, v in fd]), np.array([np.sum(got * d) for d, _ in fd])
+        assert_almost_equal(fd, got, rtol, atol, (f"NUMERICAL_{name}", f"BACKWARD_{name}"))
+
+
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
+                           equal_nan: bool = False, dtype=np.float32) -> List[NDArray]:
+    """Run ``sym`` forward (inference) and compare each output with ``expected`` (list or dict)."""
+    ctx = ctx or default_context()
+    loc = _parse_location(sym, location, ctx, dtype)
+    aux = _parse_aux_states(sym, aux_states, ctx, dtype)
+    if isinstance(expected, dict):
+        expected = [expected[k] for k in sym.list_outputs()]
+    ex = sym.bind(ctx, args=loc, aux_states=aux, grad_req="null")
+    outs = ex.forward(is_train=False)
+    for name, want, got in zip(sym.list_outputs(), expected, outs):
+        assert_almost_equal(want, got, rtol, atol, (f"EXPECTED_{name}", f"FORWARD_{name}"), equal_nan)
+    return outs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None, aux_states=None,
+                            grad_req="write", ctx=None, grad_stypes=None, equal_nan: bool = False,
+                            dtype=np.float32) -> Dict[str, NDArray]:
+    """Run forward (training) and backward with ``out_grads``; compare gradients with ``expected``.
+
+    ``expected`` is a list (``list_arguments()`` order) or a dict by argument name. Gradient arrays
+    start from random values, so ``grad_req='add'`` is checked as ``expected + initial``.
+    """
+    ctx = ctx or default_context()
+    loc = _parse_location(sym, location, ctx, dtype)
+    aux = _parse_aux_states(sym, aux_states, ctx, dtype)
+    if isinstance(expected, (list, tuple)):
+        expected = dict(zip(sym.list_arguments(), expected))
+    init = {k: np.random.normal(size=np.shape(v)) for k, v in sorted(expected.items())}
+    args_grad = {k: _to_nd(v, ctx, np.asarray(expected[k]).dtype if dtype == "asnumpy" else dtype)
+                 for k, v in init.items()}
+    if isinstance(grad_req, str):
+        grad_req = {k: grad_req for k in sym.list_arguments()}
+    elif isinstance(grad_req, (list, tuple)):
+        grad_req = dict(zip(sym.list_arguments(), grad_req))
+    ex = sym.bind(ctx, args=loc, args_grad=args_grad, grad_req=grad_req, aux_states=aux)
+    ex.forward(is_train=True)
+    if isinstance(out_grads, dict):
+        out_grads = [out_grads[k] for k in sym.list_outputs()]
+    if out_grads is not None:
+        out_grads = [_to_nd(g, ctx, dtype) for g in out_grads]
+    ex.backward(out_grads)
+    grads = ex.grad_dict
+    for name, want in expected.items():
+        req = grad_req.get(name, "null")
+        got = grads.get(name)
+        if req == "null" or got is None:
+            continue
+        want = np.asarray(want) + (init[name] if req == "add" else 0)
+        assert_almost_equal(want, got, rtol, atol, (f"EXPECTED_{name}", f"BACKWARD_{name}"), equal_nan)
+    return grads
+
+
+@contextlib.contextmanager
+def reference_kernels():
+    """Bind inside this block with the numpy reference kernels, ignoring registered fast ones.
+
+    Executors keep the kernels they got at bind, so they stay reference executors afterwards;
+    ``check_consistency`` uses this for ``ctx_list`` entries with ``'kernels': 'reference'``.
+    """
+    saved = dict(_registry._KERNELS)
+    for key in [k for k in saved if k[1] in ("cpu", "cpu_pinned", "cpu_shared")]:
+        del _registry._KERNELS[key]
+    try:
+        yield
+    finally:
+        _registry._KERNELS.clear()
+        _registry._KERNELS.update(saved)
+
+
+def check_consistency(sym, ctx_list: Sequence[dict], scale: float = 1.0, grad_req="write",
+                      arg_params=None, aux_params=None, rtol=None, atol=None, raise_on_err: bool = True,
+                      ground_truth=None, equal_nan: bool = False, use_uniform: bool = False,
+                      rand_type=np.float64):
+    """Run ``sym`` under each ``ctx_list`` entry and compare outputs and gradients.
+
+    Each entry is ``simple_bind``'s keyword arguments (``ctx``, input shapes, ``type_dict``), plus
+    optionally ``'kernels': 'reference'`` to use the numpy reference kernels. The most precise
+    executor is the ground truth; the others are compared with the looser dtype's tolerance.
+    Returns the ground-truth dict (output and gradient arrays by name).
+    """
+    if len(ctx_list) < 2:
+        raise ValueError("check_consistency needs at least two configurations")
+    syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    out_names, arg_names = syms[0].list_outputs(), syms[0].list_arguments()
+    exes = []
+    for s, conf in zip(syms, ctx_list):
+        conf = dict(conf)
+        ref = conf.pop("kernels", None) == "reference"
+        with reference_kernels() if ref else contextlib.nullcontext():
+            exes.append(s.simple_bind(grad_req=grad_req, **conf))
+    arg_params = dict(arg_params or {})
+    aux_params = dict(aux_params or {})
+    for name, arr in sorted(exes[0].arg_dict.items()):
+        if name not in arg_params:
+            arg_params[name] = (np.random.uniform(-0.92 * scale, 0.92 * scale, arr.shape) if use_uniform
+                                else np.random.normal(size=arr.shape, scale=scale)).astype(rand_type)
+    for name in exes[0].aux_dict:
+        aux_params.setdefault(name, 0)
+    for ex in exes:
+        for name, arr in ex.arg_dict.items():
+            arr[:] = arg_params[name]
+        for name, arr in ex.aux_dict.items():
+            arr[:] = aux_params[name]
+        if grad_req == "add":
+            for g in ex.grad_arrays:
+                if g is not None:
+                    g[:] = 0
+    gt_idx = int(np.argmax([np.dtype(ex.outputs[0].dtype).itemsize for ex in exes]))
+
+    def compare(pairs, label):
+        for i, ex in enumerate(exes):
+            if i == gt_idx:
+                continue
+            for name, arr in pairs(ex):
+                want = gt.get(name)
+                if want is None or arr is None:
+                    continue
+                try:
+                    assert_almost_equal(arr, want, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                        names=(f"config{i}_{name}", f"config{gt_idx}_{name}"))
+                except AssertionError:
+                    if raise_on_err:
+                        raise
+                    print(f"{label} error: config {i} vs {gt_idx} at {name}")
+
+    for ex in exes:
+        ex.forward(is_train=False)
+    gt = ground_truth or {k: v.asnumpy() for k, v in exes[gt_idx].output_dict.items()}
+    compare(lambda ex: zip(out_names, ex.outputs), "Predict")
+    if grad_req != "null":
+        for ex in exes:
+            ex.forward(is_train=True)
+        # every executor gets the same head gradients, at the least precise output dtype
+        least = [min((ex.outputs[k].dtype for ex in exes), key=lambda t: np.dtype(t).itemsize)
+                 for k in range(len(out_names))]
+        heads = [o.asnumpy().astype(t) for o, t in zip(exes[0].outputs, least)]
+        for ex in exes:
+            ex.backward([array(h, ctx=ex._ctx, dtype=o.dtype) for h, o in zip(heads, ex.outputs)])
+        if ground_truth is None:
+            gt = {k: v.asnumpy() for k, v in exes[gt_idx].output_dict.items()}
+            gt.update({k: None if v is None else v.asnumpy() for k, v in exes[gt_idx].grad_dict.items()})
+        compare(lambda ex: zip(out_names + arg_names, ex.outputs + ex.grad_arrays), "Train")
+    return gt
+
+
+# ---------------------------------------------------------------------------------------------
+# seeds
+# ---------------------------------------------------------------------------------------------
+
+def with_seed(seed: Optional[int] = None):
+    """Decorator: seed numpy, ``random`` and ``mx.random`` before the test; print the seed if it fails.
+
+    The seed is ``seed`` if given, else ``MXNET_TEST_SEED`` if set, else a fresh random one, so a
+    failure seen once can be replayed with ``MXNET_TEST_SEED=<printed seed>``. Usable as
+    ``@with_seed``, ``@with_seed()`` or ``@with_seed(42)``.
+    """
+    if callable(seed):
+        return with_seed()(seed)
+
+    def deco(test):
+        @functools.wraps(test)
+        def wrapper(*args, **kwargs):
+            env = os.environ.get("MXNET_TEST_SEED")
+            this = seed if seed is not None else int(env) if env else np.random.randint(0, 2 ** 31)
+            np.random.seed(this)
+            _pyrandom.seed(this)
+            _resource.seed(this)
+            try:
+                return test(*args, **kwargs)
+            except BaseException:
+                print(f"[{test.__name__}] failed with seed {this}; to reproduce: MXNET_TEST_SEED={this}")
+                raise
+        wrapper.__signature__ = inspect.signature(test)
+        return wrapper
+    return deco
+
+
+# ---------------------------------------------------------------------------------------------
+# OpTestCase: a whole operator test from a declaration
+# ---------------------------------------------------------------------------------------------
+
+class OpTestCase:
+    """Declarative operator test: subclass as ``class TestMyOp(OpTestCase)``, declare, done.
+
+    Declare ``op`` (registry name), ``params`` and ``shapes`` (argument name -> shape; others
+    are inferred), and ``forward_ref(self, params, **inputs)`` returning the numpy outputs.
+    Optional: ``backward_ref(self, params, out_grads, **inputs)`` -> ``{name: gradient}``;
+    ``make_inputs(self, rng, shapes, dtype)`` for constrained inputs (labels, positive values);
+    ``grad_args`` (arguments checked by finite differences, default all; ``()`` for none, e.g.
+    loss layers); tolerances ``rtol``/``atol`` (forward) and ``grad_rtol``/``grad_atol`` (numeric),
+    each a ``{dtype: tol}`` dict or a number; ``dtypes`` (default float32 and float64); ``is_train``.
+
+    Inherited tests, each run for every dtype: ``test_forward`` (executor vs ``forward_ref``),
+    ``test_imperative`` (``mx.nd`` vs executor), ``test_numeric_gradient``, ``test_backward_ref``
+    and ``test_consistency`` (float64 vs float32 vs numpy reference kernels).
+    """
+
+    op: str = ""
+    params: dict = {}
+    shapes: dict = {}
+    dtypes = (np.float32, np.float64)
+    grad_args: Optional[Sequence[str]] = None
+    input_range = (-1.0, 1.0)
+    is_train = False
+    rtol = atol = grad_rtol = grad_atol = None
+    seed = 0
+
+    def forward_ref(self, params: dict, **inputs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward_ref")
+
+    backward_ref = None
+
+    def make_inputs(self, rng, shapes: Dict[str, tuple], dtype) -> Dict[str, np.ndarray]:
+        lo, hi = self.input_range
+        return {k: rng.uniform(lo, hi, s).astype(dtype) for k, s in shapes.items()}
+
+    # -- the pieces every test uses ----------------------------------------------------------
+    def _symbol(self):
+        from .symbol.graph import Node, NodeEntry  # noqa: PLC0415 - symbol imports test tooling lazily
+        from .symbol.symbol import Symbol  # noqa: PLC0415
+        opdef = _registry.get(self.op)
+        p = opdef.parse_params(dict(self.params))
+        names = opdef.list_arguments(p) + opdef.list_aux_states(p)
+        node = Node(opdef, self.op.lower(), opdef.format_params(p, only=list(self.params)),
+                    [NodeEntry(Node(None, n)) for n in names])
+        return Symbol([NodeEntry(node, i) for i in range(opdef.num_visible_outputs(p))]), p
+
+    def _case(self, dtype):
+        sym, p = self._symbol()
+        arg_shapes, _, aux_shapes = sym.infer_shape(**self.shapes)
+        if arg_shapes is None:
+            raise MXNetError(f"{type(self).__name__}: shapes {self.shapes} do not decide every "
+                             f"input of {self.op}")
+        shapes = dict(zip(sym.list_arguments(), map(tuple, arg_shapes)))
+        shapes.update(zip(sym.list_auxiliary_states(), map(tuple, aux_shapes)))
+        values = self.make_inputs(np.random.RandomState(self.seed), shapes, np.dtype(dtype))
+        args = {k: values[k] for k in sym.list_arguments()}
+        aux = {k: values[k] for k in sym.list_auxiliary_states()} or None
+        return sym, p, args, aux
+
+    def _tol(self, tol, dtype):
+        return tol if tol is None or isinstance(tol, (int, float)) else tol.get(np.dtype(dtype))
+
+    def _expected(self, p, args, aux):
+        out = self.forward_ref(p, **args, **(aux or {}))
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    def _forward(self, sym, args, aux, dtype):
+        """Executor outputs as numpy (auxiliary states are copied: forward may update them)."""
+        ex = sym.bind(default_context(), args={k: array(v, dtype=dtype) for k, v in args.items()},
+                      grad_req="null", aux_states=None if aux is None else
+                      {k: array(v, dtype=dtype) for k, v in aux.items()})
+        outs = ex.forward(is_train=self.is_train)
+        for i, o in enumerate(outs):
+            assert o.dtype == np.dtype(dtype), f"{self.op}: output {i} has dtype {o.dtype}, want {dtype}"
+        return [o.asnumpy() for o in outs]
+
+    # -- inherited tests ---------------------------------------------------------------------
+    def test_forward(self):
+        for dtype in self.dtypes:
+            sym, p, args, aux = self._case(dtype)
+            expected = self._expected(p, args, {k: v.copy() for k, v in (aux or {}).items()})
+            for i, (got, want) in enumerate(zip(self._forward(sym, args, aux, dtype), expected)):
+                assert_almost_equal(got, np.asarray(want).astype(dtype), self._tol(self.rtol, dtype),
+                                    self._tol(self.atol, dtype), (f"FORWARD_{i}", f"EXPECTED_{i}"))
+
+    def test_imperative(self):
+        from .ndarray import imperative  # noqa: PLC0415 - ndarray is imported after this module
+        for dtype in self.dtypes:
+            sym, p, args, aux = self._case(dtype)
+            ins = [array(args[k], dtype=dtype) for k in sym.list_arguments()]
+            ins += [array(aux[k], dtype=dtype) for k in sym.list_auxiliary_states()]
+            old = imperative.set_is_training(self.is_train)
+            try:
+                nd_outs = imperative.invoke_name(self.op, ins, dict(self.params))
+            finally:
+                imperative.set_is_training(old)
+            for i, got in enumerate(self._forward(sym, args, aux, dtype)):
+                assert_almost_equal(nd_outs[i], got, names=(f"IMPERATIVE_{i}", f"SYMBOLIC_{i}"))
+
+    def test_numeric_gradient(self):
+        for dtype in self.dtypes:
+            sym, p, args, aux = self._case(dtype)
+            nodes = list(sym.list_arguments() if self.grad_args is None else self.grad_args)
+            if nodes:
+                check_numeric_gradient(sym, args, aux, rtol=self._tol(self.grad_rtol, dtype),
+                                       atol=self._tol(self.grad_atol, dtype), grad_nodes=nodes,
+                                       use_forward_train=self.is_train, dtype=dtype)
+
+    def test_backward_ref(self):
+        if self.backward_ref is None:
+            return
+        for dtype in self.dtypes:
+            sym, p, args, aux = self._case(dtype)
+            outs = self._expected(p, args, {k: v.copy() for k, v in (aux or {}).items()})
+            heads = [np.random.RandomState(self.seed + 1).uniform(-1, 1, o.shape).astype(dtype) for o in outs]
+            want = self.backward_ref(p, heads, **args, **(aux or {}))
+            check_symbolic_backward(sym, args, heads, want, self._tol(self.grad_rtol, dtype),
+                                    self._tol(self.grad_atol, dtype), aux, dtype=dtype)
+
+    def test_consistency(self):
+        sym, _, args, aux = self._case(np.float64)
+        shapes = {k: v.shape for k, v in args.items()}
+        confs = [dict(ctx=default_context(), type_dict={k: dt for k in args}, **shapes)
+                 for dt in (np.float64, np.float32)]
+        confs.append(dict(confs[1], kernels="reference"))
+        req = {k: ("write" if self.grad_args is None or k in self.grad_args else "null") for k in args}
+        check_consistency(sym, confs, grad_req=req if any(r != "null" for r in req.values()) else "null",
+                          arg_params=args, aux_params=aux, rtol=self.grad_rtol, atol=self.grad_atol)
