@@ -1,5 +1,15 @@
-"""Data iterators (``mx.io``): the ``DataIter`` contract, in-memory, CSV and MNIST readers, wrappers."""
-from .base import DataBatch, DataDesc, DataIter
-from .ndarray_iter import NDArrayIter
+"""Data iterators (``mx.io``): the ``DataIter`` contract, in-memory, CSV and MNIST readers, wrappers.
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]
+``base.py`` (DataDesc, DataBatch, DataIter), ``ndarray_iter.py``, ``csv_iter.py``, ``mnist_iter.py``,
+``resize_iter.py``, ``prefetching_iter.py`` and ``digits.py`` (the bundled handwritten digits).
+"""
+from .base import DataBatch, DataDesc, DataIter
+from .csv_iter import CSVIter
+from .digits import DigitsDataset, DigitsIter, load_digits
+from .mnist_iter import MNISTIter
+from .ndarray_iter import NDArrayIter
+from .prefetching_iter import PrefetchingIter
+from .resize_iter import ResizeIter
+
+__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter", "MNISTIter", "ResizeIter",
+           "PrefetchingIter", "DigitsIter", "DigitsDataset", "load_digits"]
