@@ -94,8 +94,12 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
         head_nodes = graph.attrs["head_grad_nodes"]
     else:
         graph, head_nodes = Graph(outputs), []
-    graph = apply_pass(graph, "infer_shape", shape_inputs=shapes)
-    graph = apply_pass(graph, "infer_type", dtype_inputs=dtypes)
+    try:
+        graph = apply_pass(graph, "infer_shape", shape_inputs=shapes)
+        graph = apply_pass(graph, "infer_type", dtype_inputs=dtypes)
+    except MXNetError as exc:   # MXNet's form: the inputs as given, then the operator's complaint
+        given = "".join(f"\n  {k}: {_fmt('shape', v)}" for k, v in shapes.items())
+        raise MXNetError(f"{caller} error. Arguments:{given}\n{exc}") from None
     idx = graph.indexed
     input_nid = {idx.nodes[nid].name: nid for nid in idx.input_nodes}
     for kind in ("shape", "dtype"):
@@ -250,8 +254,9 @@ class SegmentFn:
                 octx = octxs[t]
                 octx.run_ctx = run_ctx
                 kernel(octx, params, ins, outs, req)
-        except BaseException:
+        except BaseException as exc:
             self.failed_name = self.names[self.calls.index(call)] if call is not None else None
+            exc.add_note(f"while running {self.failed_name} in {self.__name__}")
             raise
 
 
