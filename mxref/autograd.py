@@ -1,0 +1,598 @@
+"""Autograd: record imperative NDArray operations as a graph, then differentiate it with the op gradients.
+
+The whole idea, as MXNet's ``Imperative::RecordOp`` / ``Imperative::Backward`` do it:
+
+1. **Record.** While ``record()`` is on, every operator ``mx.nd`` runs (``imperative.invoke`` calls
+   our hook) appends one graph ``Node``: its inputs are the entries of its input arrays, and each
+   output array remembers its own ``NodeEntry`` in ``arr._ag``. Arrays marked with ``attach_grad``
+   are variable nodes that carry a gradient buffer and a ``grad_req``. The node keeps only the
+   forward values its backward will read (found once per operator by asking its ``gradient``).
+2. **Differentiate.** ``backward(heads)`` runs the same ``gradient`` pass the executor uses on the
+   recorded nodes, which returns the backward graph as more nodes (``_backward_*``, sums, ...).
+3. **Execute.** The backward nodes are pushed through ``imperative.invoke`` like any ``mx.nd``
+   call, reading the saved forward values, and each variable's gradient lands in ``x.grad``
+   ('write' or 'add'). Unless ``retain_graph``, the recorded values are dropped as soon as they
+   are read, and a second ``backward`` raises. With ``create_graph`` the backward ops are
+   themselves recorded, so the gradient can be differentiated again.
+
+Recording and training are per-thread flags: ``record()`` turns on both (operators such as
+Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import engine as _engine
+from .base import MXNetError
+from .ndarray import imperative as _imperative
+from .ndarray.chunk import Chunk
+from .ndarray.ndarray import NDArray
+from .ndarray.utils import ones, zeros
+from .ops import registry
+from .passes.base import Graph
+from .passes.gradient import gradient as _gradient_pass
+from .symbol.graph import Node, NodeEntry, topo_sort
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "mark_variables", "backward", "grad", "get_symbol",
+           "Function"]
+
+_GRAD_REQS = ("null", "write", "add")
+_NOT_IN_GRAPH = ("Cannot differentiate node because it is not in a computational graph. You need to "
+                 "set is_recording to true or use autograd.record() to save computational graphs for "
+                 "backward. If you want to differentiate the same graph twice, you need to pass "
+                 "retain_graph=True to backward.")
+
+# ---------------------------------------------------------------------------------------------
+# The recording and training flags (training lives in imperative: kernels read it from there)
+# ---------------------------------------------------------------------------------------------
+
+
+class _RecordingState(threading.local):
+    is_recording = False
+
+
+_state = _RecordingState()
+_lock = threading.Lock()
+_num_recording = 0     # threads recording now: the invoke hook is installed only while any do
+
+
+def is_recording() -> bool:
+    """Whether operators run on this thread are being recorded for differentiation."""
+    return _state.is_recording
+
+
+def is_training() -> bool:
+    """Whether operators run on this thread in training mode (Dropout drops, BatchNorm uses batch stats)."""
+    return _imperative.is_training()
+
+
+def set_recording(is_recording: bool) -> bool:  # noqa: F811 - MXNet's parameter name
+    """Turn recording on or off on this thread; return the previous state."""
+    global _num_recording
+    old, new = _state.is_recording, bool(is_recording)
+    if old != new:
+        _state.is_recording = new
+        with _lock:
+            _num_recording += 1 if new else -1
+            _imperative.set_record_hook(_record_hook if _num_recording > 0 else None)
+    return old
+
+
+def set_training(train_mode: bool) -> bool:  # noqa: F811
+    """Turn training mode on or off on this thread; return the previous state."""
+    return _imperative.set_is_training(train_mode)
+
+
+class _RecordingStateScope:
+    """``with`` scope setting the recording and/or training flags and restoring them on exit."""
+
+    def __init__(self, is_record: Optional[bool], train_mode: Optional[bool]):
+        self._enter_record, self._enter_train = is_record, train_mode
+        self._prev_record = self._prev_train = None
+
+    def __enter__(self):
+        if self._enter_record is not None:
+            self._prev_record = set_recording(self._enter_record)
+        if self._enter_train is not None:
+            self._prev_train = set_training(self._enter_train)
+
+    def __exit__(self, *exc):
+        if self._enter_record is not None and self._prev_record != self._enter_record:
+            set_recording(self._prev_record)
+        if self._enter_train is not None and self._prev_train != self._enter_train:
+            set_training(self._prev_train)
+
+
+def record(train_mode: bool = True) -> _RecordingStateScope:  # noqa: F811
+    """Record the operators run inside ``with autograd.record():`` (and train, unless told not to)::
+
+        x.attach_grad()
+        with autograd.record():
+            y = (x * x).sum()
+        y.backward()          # x.grad == 2 * x
+    """
+    return _RecordingStateScope(True, train_mode)
+
+
+def pause(train_mode: bool = False) -> _RecordingStateScope:  # noqa: F811
+    """Stop recording inside the scope (and predict, unless ``train_mode``)."""
+    return _RecordingStateScope(False, train_mode)
+
+
+def train_mode() -> _RecordingStateScope:
+    """Training mode inside the scope, recording unchanged."""
+    return _RecordingStateScope(None, True)
+
+
+def predict_mode() -> _RecordingStateScope:
+    """Inference mode inside the scope, recording unchanged."""
+    return _RecordingStateScope(None, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a recorded node keeps: the forward values its backward reads (MXNet's AGInfo)
+# ---------------------------------------------------------------------------------------------
+
+class _Saved:
+    """``node.extra['ag']`` of a recorded node or variable.
+
+    ``ins[i]`` / ``outs[i]`` hold an alias of the input / output array when backward reads it, else
+    ``None`` / its ``(shape, dtype, ctx)``, enough to stand in for a value read only for its shape.
+    Variables also carry their gradient buffer and ``grad_req``.
+    """
+
+    __slots__ = ("ins", "outs", "grad", "grad_req")
+
+    def __init__(self, ins, outs, grad=None, grad_req=None):
+        self.ins, self.outs, self.grad, self.grad_req = ins, outs, grad, grad_req
+
+
+def _alias(x: NDArray) -> NDArray:
+    """Another handle on ``x``'s memory without its graph entry (an array saved by a node must not
+    point back at the node, or the two would keep each other alive)."""
+    return NDArray(x._chunk, x._shape, x._dtype, x._offset)
+
+
+def _spec(x: NDArray) -> tuple:
+    return (x._shape, x._dtype, x._chunk.ctx)
+
+
+def _variable(x: NDArray, grad: Optional[NDArray] = None, grad_req: Optional[str] = None) -> NodeEntry:
+    node = Node(None, "var" if grad_req else "null")
+    node.extra["ag"] = _Saved((), [_spec(x)], grad, grad_req)
+    return NodeEntry(node, 0, 0)
+
+
+def _live_entry(x: NDArray) -> Optional[NodeEntry]:
+    """``x``'s entry if it is in a graph that still holds its values (not freed by a backward)."""
+    e = x._ag
+    if e is None or e.node.extra.get("ag") is None:
+        return None
+    return e
+
+
+_deps_cache: Dict[tuple, Tuple[frozenset, frozenset]] = {}
+
+
+def _backward_deps(op: registry.OpDef, params: dict, n_in: int, n_out: int):
+    """``(inputs, outputs)``: indices of the forward values the op's backward reads.
+
+    Found by building the op's gradient on placeholder nodes and looking at what the backward
+    nodes take as inputs (values they read only for the shape, ``ignore_inputs``, do not count).
+    """
+    try:
+        key = (op.name, n_in, n_out, tuple(params.items()))
+        hit = _deps_cache.get(key)
+    except TypeError:     # unhashable parameter values: analyse without caching
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    fwd = Node(op, op.name, None, [NodeEntry(Node(None, f"in{i}"), 0, 0) for i in range(n_in)])
+    fwd._params = params
+    input_of = {id(e.node): i for i, e in enumerate(fwd.inputs)}
+    need_in, need_out = set(), set()
+    grads = [g for g in op.gradient(fwd, [NodeEntry(Node(None, "ograd"), 0, 0)] * n_out) if g is not None]
+
+    def note(e: NodeEntry) -> bool:
+        if e.node is fwd:
+            need_out.add(e.index)
+        elif id(e.node) in input_of:
+            need_in.add(input_of[id(e.node)])
+        else:
+            return False
+        return True
+
+    stack, seen = [g.node for g in grads if not note(g)], set()
+    while stack:
+        node = stack.pop()
+        if node.is_variable or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for i, e in enumerate(node.inputs):
+            if i in node.op.ignore_inputs:
+                if e.node is not fwd and id(e.node) not in input_of:
+                    stack.append(e.node)
+            elif not note(e):
+                stack.append(e.node)
+    hit = (frozenset(need_in), frozenset(need_out))
+    if key is not None:
+        _deps_cache[key] = hit
+    return hit
+
+
+# ---------------------------------------------------------------------------------------------
+# Recording (Imperative::RecordOp)
+# ---------------------------------------------------------------------------------------------
+
+def _record_hook(op, params, inputs, outputs) -> None:
+    """Called by ``imperative.invoke`` after every operator while some thread records."""
+    if _state.is_recording:
+        _record(op, params, inputs, outputs)
+
+
+def _record(op: registry.OpDef, params: dict, inputs: Sequence[NDArray], outputs: Sequence[NDArray],
+            extra: Optional[dict] = None) -> None:
+    for o in outputs:
+        if _live_entry(o) is not None:
+            raise MXNetError(
+                "Assigning to NDArrays that are already in a computational graph will cause undefined "
+                "behavior when evaluating gradients. Please call backward first to clear the graph or do "
+                "this outside of a record section. In-place operations (+=, *=, relu(x, out=x), "
+                f"y[idx]=x, ...) cannot be used inside a record section. Operator: {op.name}")
+    entries = [_live_entry(x) for x in inputs]
+    if all(e is None for e in entries):
+        return   # nothing here depends on a variable: no gradient can flow through this op
+    entries = [e if e is not None else _variable(x) for e, x in zip(entries, inputs)]
+    node = Node(op, op.name, None, entries)
+    node._params = params
+    if op.gradient is not None:
+        need_in, need_out = _backward_deps(op, params, len(inputs), len(outputs))
+    else:
+        need_in = need_out = ()
+    ins = [_alias(x) if i in need_in else None for i, x in enumerate(inputs)]
+    outs = [_alias(o) if i in need_out else _spec(o) for i, o in enumerate(outputs)]
+    node.extra["ag"] = _Saved(ins, outs)
+    if extra:
+        node.extra.update(extra)
+    for i, o in enumerate(outputs):
+        o._ag = NodeEntry(node, i, 0)
+
+
+def mark_variables(variables: Union[NDArray, Sequence[NDArray]],
+                   gradients: Union[NDArray, Sequence[NDArray]],
+                   grad_reqs: Union[str, Sequence[str]] = "write") -> None:
+    """Make ``variables`` leaves of future recorded graphs, with ``gradients`` as their gradient buffers.
+
+    ``grad_reqs`` ('write', 'add' or 'null', one or one per variable) says how backward stores
+    the gradient: overwrite, accumulate, or skip.
+    """
+    if isinstance(variables, NDArray):
+        variables, gradients = [variables], [gradients]
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    if not len(variables) == len(gradients) == len(grad_reqs):
+        raise MXNetError(f"mark_variables: got {len(variables)} variables, {len(gradients)} gradients "
+                         f"and {len(grad_reqs)} grad_reqs; they must match")
+    for x, g, req in zip(variables, gradients, grad_reqs):
+        if req not in _GRAD_REQS:
+            raise MXNetError(f"mark_variables: grad_req must be one of {list(_GRAD_REQS)}, got {req!r}")
+        x._ag = _variable(x, g, req)
+        x._grad = g
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward (Imperative::Backward): the gradient pass, then its nodes run through invoke
+# ---------------------------------------------------------------------------------------------
+
+def _ghost(spec) -> NDArray:
+    """A stand-in for a value the backward op reads only for its shape (its ``ignore_inputs``)."""
+    shape, dtype, ctx = spec
+    arr = NDArray(Chunk(0, ctx, _engine.get().new_variable()), shape, dtype, 0)
+    # NOTE: a zero-strided view as the cached numpy view: the stand-in never allocates memory.
+    arr._np = np.broadcast_to(np.zeros((), dtype), shape)
+    return arr
+
+
+def _params_key(node: Node):
+    """The shape-inference cache key of a backward node's parameters (``None``: do not cache)."""
+    try:
+        key = (node.op.name, tuple(node.params.items()))
+        hash(key)
+        return key
+    except TypeError:
+        return None
+
+
+def _run_function_backward(node: Node, ograds: List[NDArray]) -> List[NDArray]:
+    """Run an ``autograd.Function``'s Python ``backward`` (see ``autograd_function.py``)."""
+    from .autograd_function import run_backward  # noqa: PLC0415 - the two modules import each other
+    return run_backward(node, ograds)
+
+
+def _differentiate(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
+                   is_train: bool) -> Tuple[List[Node], List[NDArray], set, List[NodeEntry]]:
+    """Build and run the backward graph (shared by ``backward`` and ``grad``).
+
+    Returns the variable nodes differentiated, their gradient values, the keys of the values the
+    backward pass computed, and the gradient entries.
+    """
+    values: Dict[tuple, NDArray] = {}    # (id(node), output index) -> its value
+    ys, ograds = _heads(heads, head_grads, values)
+    topo = topo_sort(ys)
+    xs = _targets(topo, variables)
+    grads = _gradient_pass(Graph(ys), xs=xs, ys=ys, ys_out_grad=ograds).outputs
+    run = [n for n in topo_sort(grads) if not n.is_variable and "ag" not in n.extra]
+    uses = _gather(topo, run, grads, values, create_graph)
+    if not retain_graph:
+        for n in topo:
+            if not n.is_variable:
+                n.extra.clear()    # the saved values now live only in `values`, dropped once read
+    produced = set()
+    with _RecordingStateScope(create_graph, is_train):
+        for n in run:
+            ins = [values[(id(e.node), e.index)] for e in n.inputs]
+            if "function" in n.extra:
+                outs = _run_function_backward(n, ins)
+            else:
+                outs = _imperative.invoke(n.op, _params_key(n), n.params, ins)
+            for i, o in enumerate(outs):
+                values[(id(n), i)] = o
+                produced.add((id(n), i))
+            for e in n.inputs:
+                key = (id(e.node), e.index)
+                uses[key] -= 1
+                if uses[key] == 0:
+                    del values[key]
+    return [x.node for x in xs], [values[(id(g.node), g.index)] for g in grads], produced, grads
+
+
+def _heads(heads, head_grads, values: Dict[tuple, NDArray]) -> Tuple[List[NodeEntry], List[NodeEntry]]:
+    """The heads' entries, and one variable per head holding its gradient (ones by default)."""
+    heads = [heads] if isinstance(heads, NDArray) else list(heads)
+    if head_grads is None or isinstance(head_grads, NDArray):
+        head_grads = [head_grads] * len(heads) if head_grads is None else [head_grads]
+    if len(head_grads) != len(heads):
+        raise MXNetError(f"backward: {len(heads)} heads but {len(head_grads)} head gradients")
+    ys, ograds = [], []
+    for i, (h, g) in enumerate(zip(heads, head_grads)):
+        e = _live_entry(h)
+        if e is None:
+            raise MXNetError(_NOT_IN_GRAPH)
+        if g is None:
+            with pause():
+                g = ones(h._shape, h._chunk.ctx, h._dtype)
+        elif g._shape != h._shape:
+            raise MXNetError(f"backward: head gradient {i} has shape {g._shape}, but head {i} has "
+                             f"shape {h._shape}")
+        ograd = _variable(g)
+        values[(id(ograd.node), 0)] = g
+        ys.append(e)
+        ograds.append(ograd)
+    return ys, ograds
+
+
+def _targets(topo: List[Node], variables) -> List[NodeEntry]:
+    """The variables to differentiate: those given, else every marked one the heads depend on."""
+    if variables is None:
+        xs = [NodeEntry(n, 0, 0) for n in topo
+              if n.is_variable and n.extra["ag"].grad_req in ("write", "add")]
+        if not xs:
+            raise MXNetError("There are no inputs in computation graph that require gradients.")
+        return xs
+    xs = []
+    for i, v in enumerate(variables):
+        e = _live_entry(v)
+        if e is None:
+            raise MXNetError(_NOT_IN_GRAPH)
+        if not e.node.is_variable or e.node.extra["ag"].grad_req in (None, "null"):
+            raise MXNetError(f"Cannot differentiate with respect to the {i + 1}-th variable because it "
+                             "does not require gradient.")
+        xs.append(e)
+    return xs
+
+
+def _gather(topo: List[Node], run: List[Node], grads: List[NodeEntry], values: Dict[tuple, NDArray],
+            create_graph: bool) -> Dict[tuple, int]:
+    """Put the saved forward values the backward nodes read into ``values``; count every value's reads.
+
+    A value read only for its shape (``ignore_inputs``) that was not kept gets a stand-in.
+    """
+    uses: Dict[tuple, int] = {}
+    read = set()
+    for n in run:
+        for i, e in enumerate(n.inputs):
+            key = (id(e.node), e.index)
+            uses[key] = uses.get(key, 0) + 1
+            if i not in n.op.ignore_inputs:
+                read.add(key)
+    for g in grads:
+        key = (id(g.node), g.index)
+        uses[key] = uses.get(key, 0) + 1
+        read.add(key)
+    for n in topo:
+        saved = n.extra.get("ag")
+        if saved is None:
+            raise MXNetError(_NOT_IN_GRAPH)
+        kept = [(NodeEntry(n, i, 0), v) for i, v in enumerate(saved.outs) if isinstance(v, NDArray)]
+        kept += [(e, v) for e, v in zip(n.inputs, saved.ins) if v is not None]
+        for e, v in kept:
+            if (id(e.node), e.index) in uses:
+                values[(id(e.node), e.index)] = _with_entry(v, e) if create_graph else v
+    for n in topo:
+        for i, spec in enumerate(n.extra["ag"].outs):
+            key = (id(n), i)
+            if key in uses and key not in values:
+                if key in read:
+                    raise MXNetError(f"autograd: the value of output {i} of {n.name} was not kept")
+                values[key] = _ghost(spec)
+    return uses
+
+
+def _with_entry(v: NDArray, entry: NodeEntry) -> NDArray:
+    """``v`` as an input the recorder links to ``entry`` (only when recording the backward pass)."""
+    w = _alias(v)
+    w._ag = entry
+    return w
+
+
+def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_graph: bool = False,
+             train_mode: bool = True) -> None:  # noqa: F811
+    """Compute the gradients of ``heads`` and store them in the ``.grad`` of every marked variable.
+
+    Parameters
+    ----------
+    heads : NDArray or list of NDArray
+        Recorded outputs to differentiate.
+    head_grads : NDArray or list of (NDArray or None), optional
+        The gradient flowing into each head; ``None`` means ones.
+    retain_graph : bool
+        Keep the recorded graph so that it can be differentiated again; otherwise it is freed and
+        a second ``backward`` raises ``MXNetError``.
+    train_mode : bool
+        Run the backward operators in training mode.
+    """
+    xs, values, produced, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
+    with pause():
+        for x, v in zip(xs, values):
+            saved = x.extra["ag"]
+            g = saved.grad
+            if g._shape != v._shape:
+                raise MXNetError(f"backward: the gradient has shape {v._shape}, but the variable's grad "
+                                 f"buffer has shape {g._shape}")
+            if saved.grad_req == "add":
+                _imperative.invoke_name("elemwise_add", [g, v], {}, out=g)
+            else:
+                _imperative.invoke_name("_copy", [v], {}, out=g)
+
+
+def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Sequence[NDArray]],
+         head_grads=None, retain_graph: Optional[bool] = None, create_graph: bool = False,
+         train_mode: bool = True) -> List[NDArray]:  # noqa: F811
+    """Gradients of ``heads`` with respect to ``variables``, returned as new arrays (``.grad`` untouched).
+
+    With ``create_graph=True`` the backward computation is recorded too, so the returned gradients
+    can be differentiated again (a second derivative), as far as the operators' gradients go.
+    ``retain_graph`` defaults to ``create_graph``.
+
+    >>> with autograd.record():
+    ...     y = mx.nd.sin(x)
+    ...     dy = autograd.grad(y, x, create_graph=True)[0]      # cos(x)
+    >>> dy.backward()                                          # x.grad == -sin(x)
+    """
+    if isinstance(variables, NDArray):
+        variables = [variables]
+    elif not len(variables):
+        raise MXNetError("grad: variables cannot be an empty list")
+    if retain_graph is None:
+        retain_graph = create_graph
+    _, values, produced, grads = _differentiate(heads, head_grads, variables, retain_graph,
+                                                create_graph, train_mode)
+    out = []
+    with _RecordingStateScope(create_graph, None):
+        for v, g in zip(values, grads):
+            # A value the backward pass did not compute (a head gradient, a forward value) is copied,
+            # so the caller never gets an array that aliases one of its own.
+            out.append(v if (id(g.node), g.index) in produced else
+                       _imperative.invoke_name("_copy", [v], {})[0])
+    return out
+
+
+def get_symbol(x: NDArray):
+    """The recorded graph that computed ``x``, as a ``Symbol``."""
+    from .symbol import Symbol  # noqa: PLC0415 - symbol imports ndarray-level modules
+    e = _live_entry(x)
+    if e is None:
+        raise MXNetError("get_symbol: NDArray is not part of a computation graph. Did you forget to turn "
+                         "on recording?")
+    counts: Dict[str, int] = {}
+    for n in topo_sort([e]):
+        if n.is_variable:
+            kind = "var"
+        else:
+            kind = n.op.name.lower()
+            n.attrs = n.op.format_params(n.params)
+        n.name = f"{kind}{counts.get(kind, 0)}"
+        counts[kind] = counts.get(kind, 0) + 1
+    return Symbol([e])
+
+
+# ---------------------------------------------------------------------------------------------
+# Views made while recording are recorded as the operators they stand for (MXNet's
+# ReshapeWithRecord / SliceWithRecord / AtWithRecord), and copies as ``_copy``.
+# ---------------------------------------------------------------------------------------------
+
+def _record_view(op_name: str, x: NDArray, out: NDArray, **kwargs) -> None:
+    op = registry.get(op_name)
+    _record(op, op.parse_params(kwargs), [x], [out])
+
+
+def _wrap_views() -> None:
+    reshape, at, slice_, copyto = NDArray.reshape, NDArray._at, NDArray._slice, NDArray.copyto
+
+    def reshape_rec(self, *shape, **kwargs):
+        out = reshape(self, *shape, **kwargs)
+        if _state.is_recording:
+            _record_view("Reshape", self, out, shape=out._shape)
+        return out
+
+    def slice_rec(self, start, stop):
+        out = slice_(self, start, stop)
+        if _state.is_recording:
+            _record_view("slice_axis", self, out, axis=0, begin=start, end=stop)
+        return out
+
+    def at_rec(self, idx):
+        if not _state.is_recording:
+            return at(self, idx)
+        idx = idx + self._shape[0] if idx < 0 else idx
+        row = slice_rec(self, idx, idx + 1) if 0 <= idx < self._shape[0] else at(self, idx)  # raises
+        return row if len(self._shape) == 1 else reshape_rec(row, self._shape[1:])
+
+    def copyto_rec(self, other):
+        out = copyto(self, other)
+        if _state.is_recording and not (out._chunk is self._chunk and out._offset == self._offset):
+            _record_view("_copy", self, out)    # (copying an array onto itself runs nothing)
+        return out
+
+    for name, fn, orig in (("reshape", reshape_rec, reshape), ("_slice", slice_rec, slice_),
+                           ("_at", at_rec, at), ("copyto", copyto_rec, copyto)):
+        fn.__name__, fn.__doc__, fn.__wrapped__ = orig.__name__, orig.__doc__, orig
+        setattr(NDArray, name, fn)
+
+
+# ---------------------------------------------------------------------------------------------
+# NDArray methods
+# ---------------------------------------------------------------------------------------------
+
+def _attach_grad(self: NDArray, grad_req: str = "write", stype: Optional[str] = None) -> None:
+    """Give this array a zero gradient buffer (``self.grad``) and make it a variable for autograd.
+
+    ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null'.
+    """
+    if stype not in (None, "default"):
+        raise MXNetError(f"attach_grad: only stype='default' is supported, got {stype!r}")
+    mark_variables([self], [zeros(self._shape, self._chunk.ctx, self._dtype)], grad_req)
+
+
+def _detach(self: NDArray) -> NDArray:
+    """The same values (shared memory), cut off from the recorded graph."""
+    return _alias(self)
+
+
+def _backward_method(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,
+                     train_mode: bool = True) -> None:  # noqa: F811
+    """``autograd.backward([self], [out_grad], retain_graph, train_mode)``."""
+    backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+
+for _name, _fn in (("attach_grad", _attach_grad), ("detach", _detach), ("backward", _backward_method)):
+    if not hasattr(NDArray, _name):
+        _fn.__name__ = _name
+        setattr(NDArray, _name, _fn)
+_wrap_views()
+
+from .autograd_function import Function  # noqa: E402 - registers the _CustomFunction operators
