@@ -1,1 +1,334 @@
-"""The profiler: records engine operations and writes a Chrome-trace JSON."""
+"""The profiler: records engine operations and writes a Chrome-trace JSON and an aggregate table.
+
+    mx.profiler.set_config(profile_all=True, filename="profile.json")
+    mx.profiler.set_state("run")
+    ...                                   # every engine op becomes one span on its worker thread
+    mx.profiler.set_state("stop")
+    mx.profiler.dump()                    # open in chrome://tracing or https://ui.perfetto.dev
+    print(mx.profiler.dumps())            # count / total / min / max / avg per operator
+
+The engine pays for this only while recording: its hook is one attribute test (``_state.recording``).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import threading
+import time
+from typing import Dict, List, Optional
+
+from .base import MXNetError, env_bool
+
+__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "Domain", "Task",
+           "Frame", "Event", "Counter", "Marker", "record_op", "dump_profile"]
+
+_CONFIG_DEFAULTS = {
+    "profile_all": False, "profile_symbolic": True, "profile_imperative": True,
+    "profile_memory": True, "profile_api": True, "filename": "profile.json",
+    "continuous_dump": False, "dump_period": 1.0, "aggregate_stats": False,
+    "profile_process": "worker",
+}
+_SORT_KEYS = {"total": 1, "min": 2, "max": 3, "avg": 4, "count": 0}
+
+
+class _State:
+    """Everything the profiler knows; ``recording`` is the flag the engine tests per operation."""
+
+    def __init__(self):
+        self.config = dict(_CONFIG_DEFAULTS)
+        self.running = False          # set_state('run') / ('stop')
+        self.paused = False
+        self.recording = False        # running and not paused, and engine ops are wanted
+        self.events: List[tuple] = []   # (kind, name, category, t0_ns, t1_ns, thread id, device)
+        self.threads: Dict[int, str] = {}
+        self.origin_ns = time.perf_counter_ns()
+        self.dumper: Optional[threading.Thread] = None
+
+    def update(self) -> None:
+        c = self.config
+        wants_ops = c["profile_all"] or c["profile_symbolic"] or c["profile_imperative"]
+        self.recording = bool(self.running and not self.paused and wants_ops)
+
+
+_state = _State()
+
+
+def set_config(**kwargs) -> None:
+    """Configure the profiler (MXNet's names): ``profile_all``, ``profile_symbolic``,
+    ``profile_imperative``, ``profile_memory``, ``profile_api``, ``filename``, ``continuous_dump``,
+    ``dump_period``, ``aggregate_stats``, ``profile_process``."""
+    for key, value in kwargs.items():
+        if key not in _CONFIG_DEFAULTS:
+            raise MXNetError(f"profiler.set_config: cannot find argument {key!r}; possible arguments: "
+                             f"{', '.join(_CONFIG_DEFAULTS)}")
+        if key == "profile_process" and value not in ("worker", "server"):
+            raise MXNetError("profiler.set_config: profile_process must be 'worker' or 'server', "
+                             f"got {value!r}")
+        _state.config[key] = value
+    _state.update()
+
+
+def set_state(state: str = "stop", profile_process: str = "worker") -> None:
+    """Start (``'run'``) or stop (``'stop'``) recording."""
+    if state not in ("run", "stop"):
+        raise MXNetError(f"profiler.set_state: state must be 'run' or 'stop', got {state!r}")
+    _state.running = state == "run"
+    _state.update()
+    if _state.running and _state.config["continuous_dump"] and _state.dumper is None:
+        _state.dumper = threading.Thread(target=_dump_periodically, name="profiler dump", daemon=True)
+        _state.dumper.start()
+
+
+def state() -> str:
+    """``'run'`` or ``'stop'``."""
+    return "run" if _state.running else "stop"
+
+
+def pause(profile_process: str = "worker") -> None:
+    """Stop recording without leaving the ``'run'`` state."""
+    _state.paused = True
+    _state.update()
+
+
+def resume(profile_process: str = "worker") -> None:
+    _state.paused = False
+    _state.update()
+
+
+def record_op(name: str, ctx, t0_ns: int, t1_ns: int, category: str = "operator") -> None:
+    """The engine's hook: one finished operation ran from ``t0_ns`` to ``t1_ns`` on this thread."""
+    tid = threading.get_ident()
+    if tid not in _state.threads:
+        _state.threads[tid] = threading.current_thread().name
+    _state.events.append(("X", name, category, t0_ns, t1_ns, tid, str(ctx) if ctx is not None else "cpu(0)"))
+
+
+def _trace() -> dict:
+    """The recorded events as a Chrome trace: one process row per device, one thread row per thread."""
+    events = list(_state.events)
+    devices = sorted({e[6] for e in events})
+    pid = {d: i for i, d in enumerate(devices)}
+    tids = {t: i for i, t in enumerate(dict.fromkeys(e[5] for e in events))}
+    out = [{"ph": "M", "name": "process_name", "pid": pid[d], "args": {"name": d}} for d in devices]
+    seen = set()
+    for e in events:
+        key = (pid[e[6]], tids[e[5]])
+        if key not in seen:
+            seen.add(key)
+            out.append({"ph": "M", "name": "thread_name", "pid": key[0], "tid": key[1],
+                        "args": {"name": _state.threads.get(e[5], f"thread {e[5]}")}})
+    origin = _state.origin_ns
+    for kind, name, cat, t0, t1, tid, dev in events:
+        ev = {"name": name, "cat": cat, "ph": kind, "ts": (t0 - origin) / 1000.0, "pid": pid[dev],
+              "tid": tids[tid]}
+        if kind == "X":
+            ev["dur"] = (t1 - t0) / 1000.0
+        elif kind == "C":
+            ev["args"] = {name: t1}
+        else:
+            ev["s"] = "p"
+        out.append(ev)
+    return {"traceEvents": out, "displayTimeUnit": "ms"}
+
+
+def dump(finished: bool = True, profile_process: str = "worker") -> None:
+    """Write the Chrome-trace JSON to the configured ``filename``.
+
+    ``finished=True`` also stops recording (MXNet closes the trace file at that point).
+    """
+    with open(_state.config["filename"], "w") as f:
+        json.dump(_trace(), f)
+    if finished:
+        _state.running = False
+        _state.update()
+
+
+def dump_profile() -> None:
+    """Deprecated MXNet alias of ``dump()``."""
+    dump(True)
+
+
+def _dump_periodically() -> None:
+    while _state.running and _state.config["continuous_dump"]:
+        time.sleep(float(_state.config["dump_period"]))
+        dump(finished=False)
+    _state.dumper = None
+
+
+def _aggregate() -> Dict[str, Dict[str, list]]:
+    """``{category: {name: [count, total_ms, min_ms, max_ms]}}`` over the recorded spans."""
+    stats: Dict[str, Dict[str, list]] = {}
+    for kind, name, cat, t0, t1, _tid, _dev in list(_state.events):
+        if kind != "X":
+            continue
+        ms = (t1 - t0) / 1e6
+        row = stats.setdefault(cat, {}).get(name)
+        if row is None:
+            stats[cat][name] = [1, ms, ms, ms]
+        else:
+            row[0] += 1
+            row[1] += ms
+            row[2] = min(row[2], ms)
+            row[3] = max(row[3], ms)
+    return stats
+
+
+def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",
+          ascending: bool = False) -> str:
+    """Aggregate statistics per operator: count, total, min, max and average time (ms).
+
+    ``format`` is ``'table'`` (MXNet's text layout) or ``'json'``; ``sort_by`` one of ``'total'``,
+    ``'avg'``, ``'min'``, ``'max'``, ``'count'``; ``reset=True`` clears what was recorded.
+    """
+    if sort_by not in _SORT_KEYS:
+        raise MXNetError(f"profiler.dumps: invalid value for sort_by: {sort_by!r}; supported: "
+                         f"{', '.join(map(repr, _SORT_KEYS))}")
+    if format not in ("table", "json"):
+        raise MXNetError(f"profiler.dumps: format must be 'table' or 'json', got {format!r}")
+    stats = _aggregate()
+    col = _SORT_KEYS[sort_by]
+
+    def rows(table):
+        items = [(name, [r[0], r[1], r[2], r[3], r[1] / r[0]]) for name, r in table.items()]
+        return sorted(items, key=lambda kv: kv[1][col], reverse=not ascending)
+
+    if format == "json":
+        body = {cat: {name: {"Count": r[0], "Total": round(r[1], 4), "Min": round(r[2], 4),
+                             "Max": round(r[3], 4), "Avg": round(r[4], 4)} for name, r in rows(t)}
+                for cat, t in stats.items()}
+        text = json.dumps({"Time": body, "Unit": {"Time": "ms"}}, indent=4)
+    else:
+        lines = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
+        for cat, table in stats.items():
+            lines += [cat, "=================",
+                      f"{'Name':<30}{'Total Count':>11}{'Time (ms)':>17}{'Min Time (ms)':>17}"
+                      f"{'Max Time (ms)':>17}{'Avg Time (ms)':>17}",
+                      f"{'----':<30}{'-----------':>11}{'---------':>17}{'-------------':>17}"
+                      f"{'-------------':>17}{'-------------':>17}"]
+            for name, r in rows(table):
+                lines.append(f"{name:<30}{r[0]:>11}{r[1]:>17.4f}{r[2]:>17.4f}{r[3]:>17.4f}{r[4]:>17.4f}")
+            lines.append("")
+        text = "\n".join(lines) + "\n"
+    if reset:
+        _state.events.clear()
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# User annotations (MXNet's Domain / Task / Frame / Event / Counter / Marker)
+# ---------------------------------------------------------------------------------------------
+
+class Domain:
+    """A named group of user annotations; its name becomes the category of their events."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def new_task(self, name):
+        return Task(self, name)
+
+    def new_frame(self, name):
+        return Frame(self, name)
+
+    def new_counter(self, name, value=None):
+        return Counter(self, name, value)
+
+    def new_marker(self, name):
+        return Marker(self, name)
+
+    def __str__(self):
+        return self.name
+
+
+class Event:
+    """A span between ``start()`` and ``stop()`` on the calling thread."""
+
+    def __init__(self, name: str, domain: Optional[Domain] = None):
+        self.name = name
+        self.domain = domain
+        self._t0 = None
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter_ns()
+
+    def stop(self) -> None:
+        if self._t0 is None:
+            raise MXNetError(f"profiler: {type(self).__name__} {self.name!r} stopped before it was started")
+        if _state.running and not _state.paused:
+            record_op(self.name, None, self._t0, time.perf_counter_ns(),
+                      str(self.domain) if self.domain is not None else "event")
+        self._t0 = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Task(Event):
+    """A span belonging to a domain (MXNet's ``profiler.Task``)."""
+
+    def __init__(self, domain: Domain, name: str):
+        super().__init__(name, domain)
+
+
+class Frame(Task):
+    """A span marking one iteration, e.g. a training step (MXNet's ``profiler.Frame``)."""
+
+
+class Counter:
+    """A named value plotted over time (``set_value``, ``increment``, ``decrement``)."""
+
+    def __init__(self, domain: Domain, name: str, value: Optional[int] = None):
+        self.domain, self.name, self.value = domain, name, 0
+        if value is not None:
+            self.set_value(value)
+
+    def set_value(self, value: int) -> None:
+        self.value = int(value)
+        if _state.running and not _state.paused:
+            _record_point("C", self.name, str(self.domain), self.value)
+
+    def increment(self, delta: int = 1) -> None:
+        self.set_value(self.value + delta)
+
+    def decrement(self, delta: int = 1) -> None:
+        self.set_value(self.value - delta)
+
+    def __iadd__(self, delta):
+        self.increment(delta)
+        return self
+
+    def __isub__(self, delta):
+        self.decrement(delta)
+        return self
+
+
+class Marker:
+    """An instant event (``mark(scope)``)."""
+
+    def __init__(self, domain: Domain, name: str):
+        self.domain, self.name = domain, name
+
+    def mark(self, scope: str = "process") -> None:
+        if _state.running and not _state.paused:
+            _record_point("i", self.name, str(self.domain), 0)
+
+
+def _record_point(kind: str, name: str, category: str, value: int) -> None:
+    tid = threading.get_ident()
+    _state.threads.setdefault(tid, threading.current_thread().name)
+    _state.events.append((kind, name, category, time.perf_counter_ns(), value, tid, "cpu(0)"))
+
+
+def _autostart() -> None:
+    """``MXNET_PROFILER_AUTOSTART=1``: profile the whole run and dump the trace at exit."""
+    set_config(profile_all=True)
+    set_state("run")
+    atexit.register(lambda: dump(True) if _state.running else None)
+
+
+if env_bool("MXNET_PROFILER_AUTOSTART", False):
+    _autostart()

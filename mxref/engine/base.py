@@ -8,8 +8,8 @@ from typing import Callable, Optional, Sequence
 
 from ..base import MXNetError
 
-__all__ = ["FnProperty", "RunContext", "Engine", "OpError", "worker_state", "check_not_in_worker",
-           "dedup_vars"]
+__all__ = ["FnProperty", "RunContext", "Engine", "OpError", "ErrorBook", "worker_state",
+           "check_not_in_worker", "dedup_vars", "SKIP_EXEMPT"]
 
 
 class FnProperty(enum.IntEnum):
@@ -40,15 +40,18 @@ class OpError:
     """An exception raised by a pushed operation, kept with the op name and original traceback.
 
     It travels along the data flow: it is stored on every variable the failing op writes, and
-    ops that read or write such a variable are skipped and pass it on.
+    ops that read or write such a variable are skipped and pass it on. All those variables share
+    this one object, so raising it once (at any wait) clears it everywhere (``cleared``), as MXNet
+    clears its shared ``exception_ptr``.
     """
 
-    __slots__ = ("op_name", "exc", "tb_text")
+    __slots__ = ("op_name", "exc", "tb_text", "cleared")
 
     def __init__(self, op_name: str, exc: BaseException):
         self.op_name = op_name
         self.exc = exc
         self.tb_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.cleared = False
 
     def to_error(self) -> MXNetError:
         """Build the ``MXNetError`` raised at the wait (the original exception is its ``__cause__``)."""
@@ -67,6 +70,7 @@ worker_state = threading.local()
 
 
 def check_not_in_worker(what: str) -> None:
+    """Raise ``MXNetError`` when a blocking ``what`` is called from inside a running engine op."""
     if getattr(worker_state, "op_name", None) is not None:
         raise MXNetError(
             f"{what} called from inside engine operation '{worker_state.op_name}': a blocking wait on "
@@ -83,6 +87,69 @@ def dedup_vars(const_vars: Sequence, mutable_vars: Sequence):
     mset = set(map(id, mutable))
     const = [v for v in dict.fromkeys(const_vars) if id(v) not in mset]
     return const, mutable
+
+
+# Ops with these properties run even when a variable they touch carries an error.
+SKIP_EXEMPT = frozenset((FnProperty.NO_SKIP, FnProperty.DELETE_VAR))
+
+
+class ErrorBook:
+    """The error rules shared by every engine (MXNet's ``OnStart``/``OnComplete``/``Throw``).
+
+    * ``inherited(vars)``: an op touching a variable with a live error is skipped and inherits it.
+    * ``record(err)``: a new error joins the global list (``wait_for_all`` raises the oldest).
+    * ``raise_for_var(var)`` / ``raise_all()``: raise once, then the error is cleared everywhere.
+
+    An error is *live* exactly while it is in the global list, so engines skip the per-variable
+    check entirely (one truthiness test) while ``live`` is empty: the common, error-free case.
+    """
+
+    __slots__ = ("live", "_lock")
+
+    def __init__(self):
+        self.live = []                 # live errors, oldest first
+        self._lock = threading.Lock()
+
+    def inherited(self, const_vars: Sequence, mutable_vars: Sequence) -> Optional[OpError]:
+        """The live error carried by any of the variables, or ``None``."""
+        if not self.live:
+            return None
+        for v in const_vars:
+            err = v.exception
+            if err is not None and not err.cleared:
+                return err
+        for v in mutable_vars:
+            err = v.exception
+            if err is not None and not err.cleared:
+                return err
+        return None
+
+    def record(self, err: OpError) -> None:
+        with self._lock:
+            self.live.append(err)
+
+    def raise_for_var(self, var) -> None:
+        """``wait_for_var``'s ending: raise the variable's live error, clearing it everywhere."""
+        err = var.exception
+        if err is None:
+            return
+        var.exception = None
+        with self._lock:
+            if err.cleared:
+                return
+            err.cleared = True
+            if err in self.live:
+                self.live.remove(err)
+        raise err.to_error()
+
+    def raise_all(self) -> None:
+        """``wait_for_all``'s ending: raise the oldest live error and clear every one."""
+        with self._lock:
+            errors, self.live = self.live, []
+            for err in errors:
+                err.cleared = True
+        if errors:
+            raise errors[0].to_error()
 
 
 class Engine:
@@ -128,8 +195,15 @@ class Engine:
         raise NotImplementedError
 
     def stop(self) -> None:
-        """Drain and shut the engine down (called at interpreter exit and when switching engines)."""
-        self.wait_for_all()
+        """Drain and shut the engine down (called at interpreter exit and when switching engines).
+
+        Errors nobody waited for stay stored; they are not raised here.
+        """
 
     def num_pending(self) -> int:
+        """Operations pushed and not yet complete."""
         return 0
+
+    def describe(self) -> dict:
+        """What ``mxref.info()`` prints about this engine: its type and worker threads."""
+        return {"type": self.name}

@@ -1,6 +1,371 @@
-"""ThreadedEnginePerDevice (placeholder: behaves as the naive engine until the threaded one lands)."""
-from .naive import NaiveEngine
+"""ThreadedEnginePerDevice: worker threads per device run operations as soon as their variables allow.
+
+How one operation travels (MXNet's ``threaded_engine.cc`` + ``threaded_engine_perdevice.cc``)::
+
+    push ──► OprBlock(wait = reads + writes + 1) ──► register on each variable's FIFO ──► release +1
+                                                       │ wait hits 0 (now or when a var lets it go)
+    dispatch ──► worker queue of its device ──► worker thread runs fn ──► complete on each variable
+                                                                           └─► dispatch what it frees
+
+The dependency core (``OprBlock``, ``ThreadedVar``, queues) is ``mxref._ext.engine_core`` (Cython)
+or its pure-Python twin ``mxref.engine.var_queue``; both behave identically.
+
+Worker groups, created on first use:
+
+* ``cpu(i)``: a FIFO queue served by ``MXNET_CPU_WORKER_NTHREADS`` threads (default 2, see below);
+  ``CPU_PRIORITIZED`` ops (kvstore, copies) go to one priority queue with
+  ``MXNET_CPU_PRIORITY_NTHREADS`` threads (default 4).
+* ``gpu(i)``: a FIFO queue with ``MXNET_GPU_WORKER_NTHREADS`` threads (default 2), a priority
+  queue for copies with ``MXNET_GPU_COPY_NTHREADS`` threads (default 2), one for
+  ``GPU_PRIORITIZED`` ops.
+
+NOTE: MXNet's default is one CPU worker because its kernels parallelise inside with OpenMP. Here
+parallelism comes from numpy releasing the GIL inside BLAS and large ufuncs, so two workers are
+what let two independent chains overlap on two cores; more workers than cores only add GIL traffic.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable, Dict, Optional
+
+from .. import profiler as _profiler
+from .._ext import loader
+from ..base import MXNetError, env_bool, env_int
+from . import var_queue
+from .base import (
+    SKIP_EXEMPT,
+    Engine,
+    ErrorBook,
+    FnProperty,
+    OpError,
+    RunContext,
+    check_not_in_worker,
+    worker_state,
+)
+from .bulk import BulkStatus
+
+__all__ = ["ThreadedEnginePerDevice"]
+
+_GPU = 2                          # Context.device_typeid of gpu
+_INLINE = 1                       # OprBlock.flags: run where it becomes ready (tiny internal ops)
+_WAIT = 2                         # OprBlock.flags: a wait op; never skipped because of errors
+_NORMAL = int(FnProperty.NORMAL)
+_ASYNC = int(FnProperty.ASYNC)
+_DELETE = int(FnProperty.DELETE_VAR)
+_CPU_PRIO = int(FnProperty.CPU_PRIORITIZED)
+_GPU_PRIO = int(FnProperty.GPU_PRIORITIZED)
+_COPIES = (int(FnProperty.COPY_FROM_GPU), int(FnProperty.COPY_TO_GPU))
+_SKIP_EXEMPT = frozenset(int(p) for p in SKIP_EXEMPT)
+_prof = _profiler._state
 
 
-class ThreadedEnginePerDevice(NaiveEngine):
+class _WorkerGroup:
+    """One queue and the threads serving it; ``name`` labels the threads in profiles."""
+
+    def __init__(self, engine, name: str, queue, nthreads: int, gpu_id: Optional[int] = None):
+        self.name = name
+        self.queue = queue
+        self.threads = []
+        for i in range(max(1, nthreads)):
+            t = threading.Thread(target=engine._worker_loop, args=(queue, gpu_id),
+                                 name=f"{name} {i}", daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def stop(self) -> None:
+        for _ in self.threads:
+            self.queue.push(None, -(1 << 62))    # one stop token per thread, behind any work
+        for t in self.threads:
+            if t is not threading.current_thread():
+                t.join()
+
+
+class ThreadedEnginePerDevice(Engine):
+    """The default engine: dependency tracking per variable, worker threads per device.
+
+    Parameters
+    ----------
+    use_ext : bool, optional
+        ``True`` forces the Cython core, ``False`` the pure-Python twin; ``None`` follows
+        ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT`` (see ``mxref._ext.loader``).
+    cpu_worker_nthreads, cpu_priority_nthreads, gpu_worker_nthreads, gpu_copy_nthreads : int, optional
+        Thread counts; default to the ``MXNET_*_NTHREADS`` environment variables.
+    max_pending : int, optional
+        Back-pressure bound (``MXREF_ENGINE_MAX_PENDING``, default 65536): a push that would exceed
+        it blocks until operations complete. Pushes from worker threads never block (they could be
+        the ones whose completion is awaited).
+    """
+
     name = "ThreadedEnginePerDevice"
+    # Set by the GPU backend: called once on each GPU worker thread as ``fn(device_id, kind)``; what
+    # it returns (a stream) is handed to ops as ``run_ctx.stream``.
+    gpu_thread_init: Optional[Callable] = None
+
+    def __init__(self, use_ext: Optional[bool] = None, cpu_worker_nthreads: Optional[int] = None,
+                 cpu_priority_nthreads: Optional[int] = None, gpu_worker_nthreads: Optional[int] = None,
+                 gpu_copy_nthreads: Optional[int] = None, max_pending: Optional[int] = None):
+        if use_ext is None:
+            core = loader.load("engine_core", "engine dependency queue") or var_queue
+        elif use_ext:
+            from .._ext import engine_core as core  # noqa: PLC0415 - explicit request: must exist
+        else:
+            core = var_queue
+        self.core = core
+        self._Opr = core.OprBlock
+        self._register = core.register
+        self._complete_core = core.complete
+        self.nthreads = {
+            "cpu_worker": cpu_worker_nthreads or env_int("MXNET_CPU_WORKER_NTHREADS", 2),
+            "cpu_priority": cpu_priority_nthreads or env_int("MXNET_CPU_PRIORITY_NTHREADS", 4),
+            "gpu_worker": gpu_worker_nthreads or env_int("MXNET_GPU_WORKER_NTHREADS", 2),
+            "gpu_copy": gpu_copy_nthreads or env_int("MXNET_GPU_COPY_NTHREADS", 2),
+        }
+        self.max_pending = max_pending or env_int("MXREF_ENGINE_MAX_PENDING", 65536)
+        if self.max_pending < 1:
+            raise MXNetError(f"MXREF_ENGINE_MAX_PENDING must be >= 1, got {self.max_pending}")
+        self.errors = ErrorBook()
+        self._pending = core.PendingCounter()
+        self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
+        self._sleepers = 0
+        self._groups: Dict[tuple, _WorkerGroup] = {}
+        self._cpu_fifo: Dict[int, object] = {}    # device id -> queue (the hot lookup)
+        self._group_lock = threading.Lock()
+        self._bulk = BulkStatus()
+        self._bulkers = 0                         # threads with a bulk size > 0: skip TLS when 0
+        self._on_complete = self._complete
+        if env_bool("MXNET_ENGINE_INFO", False):
+            sys.stderr.write(f"[mxref engine] {self.describe()}\n")
+
+    # ----------------------------------------------------------------------------------- push
+    def new_variable(self):
+        return self.core.ThreadedVar()
+
+    def push_async(self, fn, ctx, const_vars=(), mutable_vars=(), prop=FnProperty.NORMAL,
+                   priority=0, name=None):
+        if self._bulkers and self._bulk.fns:
+            self._flush_bulk(self._bulk)
+        self._push(self._Opr(fn, ctx, const_vars, mutable_vars, prop, priority,
+                             name or getattr(fn, "__name__", "op"), False))
+
+    def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=FnProperty.NORMAL,
+                  priority=0, name=None):
+        if self._bulkers:
+            bulk = self._bulk
+            if bulk.size and prop == _NORMAL and priority == 0:
+                if bulk.fns and bulk.ctx != ctx:
+                    self._flush_bulk(bulk)
+                bulk.add(fn, ctx, const_vars, mutable_vars, name or getattr(fn, "__name__", "op"))
+                if len(bulk.fns) >= bulk.size:
+                    self._flush_bulk(bulk)
+                return
+            if bulk.fns:
+                self._flush_bulk(bulk)
+        self._push(self._Opr(fn, ctx, const_vars, mutable_vars, prop, priority,
+                             name or getattr(fn, "__name__", "op"), True))
+
+    def _push(self, blk) -> None:
+        blk.callback = self._on_complete
+        if self._pending.inc() > self.max_pending:
+            self._throttle()
+        if self._register(blk):
+            self._dispatch(blk, True)
+
+    def _throttle(self) -> None:
+        """Back-pressure: block the pushing thread until the pending count is under the bound."""
+        if getattr(worker_state, "op_name", None) is not None:
+            return   # NOTE: a worker waiting for completions could be waiting for itself
+        with self._cond:
+            self._sleepers += 1
+            try:
+                while self._pending.value > self.max_pending:
+                    self._cond.wait()
+            finally:
+                self._sleepers -= 1
+
+    def delete_variable(self, delete_fn, ctx, var):
+        def delete(rctx):
+            delete_fn(rctx)
+            var.deleted = True
+        self.push_sync(delete, ctx, (), (var,), FnProperty.DELETE_VAR, 0, "DeleteVariable")
+
+    # ------------------------------------------------------------------------------- dispatch
+    def _dispatch(self, blk, pusher: bool) -> None:
+        """Send a ready op to its worker queue, or run it here (tiny ops; async/delete at push)."""
+        prop = blk.prop
+        if blk.flags & _INLINE or (pusher and (prop == _ASYNC or prop == _DELETE)):
+            self._execute(blk, None)
+            return
+        ctx = blk.ctx
+        if ctx is not None and ctx.device_typeid == _GPU:
+            queue = self._gpu_queue(ctx.device_id, prop)
+        elif prop == _CPU_PRIO:
+            queue = self._cpu_queue(-1)
+        else:
+            dev = ctx.device_id if ctx is not None else 0
+            queue = self._cpu_fifo.get(dev) or self._cpu_queue(dev)
+        if prop == _DELETE:
+            queue.push_front(blk, blk.priority)    # free memory as early as possible
+        else:
+            queue.push(blk, blk.priority)
+
+    def _cpu_queue(self, dev: int):
+        if dev == -1:
+            return self._group(("cpu_priority",), "cpu priority", "cpu_priority", True).queue
+        group = self._group(("cpu", dev), f"cpu({dev}) worker", "cpu_worker", False)
+        self._cpu_fifo[dev] = group.queue
+        return group.queue
+
+    def _gpu_queue(self, dev: int, prop: int):
+        if prop in _COPIES:
+            return self._group(("gpu_copy", dev), f"gpu({dev}) copy", "gpu_copy", True, dev).queue
+        if prop == _GPU_PRIO:
+            return self._group(("gpu_prio", dev), f"gpu({dev}) priority", "gpu_copy", True, dev).queue
+        return self._group(("gpu", dev), f"gpu({dev}) worker", "gpu_worker", False, dev).queue
+
+    def _group(self, key, label, kind, priority, gpu_id=None) -> _WorkerGroup:
+        group = self._groups.get(key)
+        if group is None:
+            with self._group_lock:
+                group = self._groups.get(key)
+                if group is None:
+                    queue = self.core.PriorityQueue() if priority else self.core.FIFOQueue()
+                    group = self._groups[key] = _WorkerGroup(self, label, queue, self.nthreads[kind],
+                                                             gpu_id)
+        return group
+
+    def _worker_loop(self, queue, gpu_id) -> None:
+        stream = None
+        if gpu_id is not None and self.gpu_thread_init is not None:
+            stream = self.gpu_thread_init(gpu_id, threading.current_thread().name)
+        execute = self._execute
+        while True:
+            blk = queue.pop()
+            if blk is None:
+                return
+            try:
+                execute(blk, stream)
+            except BaseException as exc:  # noqa: BLE001 - an engine bug must not kill the worker
+                import traceback  # noqa: PLC0415
+                sys.stderr.write(f"[mxref engine] internal error running {blk.name}:\n"
+                                 f"{traceback.format_exc()}")
+                if not blk.done:       # fail the op rather than leave its waiters hanging
+                    self._complete(blk, exc)
+
+    # -------------------------------------------------------------------------------- execute
+    def _execute(self, blk, stream) -> None:
+        """Run one ready op (or skip it if an input carries an error), then complete it."""
+        if self.errors.live and not blk.flags & _WAIT and blk.prop not in _SKIP_EXEMPT:
+            err = self.errors.inherited(blk.const_vars, blk.mutable_vars)
+            if err is not None:
+                blk.error = err
+                self._complete(blk, None)
+                return
+        rctx = RunContext(blk.ctx, False, stream)
+        outer = getattr(worker_state, "op_name", None)
+        worker_state.op_name = blk.name
+        exc = None
+        t0 = time.perf_counter_ns() if _prof.recording else 0
+        try:
+            if blk.sync:
+                blk.fn(rctx)
+            else:
+                blk.fn(rctx, blk)          # the block is its own on_complete callback
+        except BaseException as e:  # noqa: BLE001 - travels with the data, re-raised at a wait
+            exc = e
+        finally:
+            worker_state.op_name = outer
+        if t0:
+            _profiler.record_op(blk.name, blk.ctx, t0, time.perf_counter_ns())
+        if blk.sync or (exc is not None and not blk.done):
+            self._complete(blk, exc)
+
+    def _complete(self, blk, exc) -> None:
+        """``on_complete``: store the error, release the variables, dispatch what became ready."""
+        if blk.done:
+            return
+        blk.done = True
+        if exc is not None:
+            name = getattr(blk.fn, "failed_name", None) or blk.name
+            blk.error = OpError(name, exc)
+            self.errors.record(blk.error)
+        ready = self._complete_core(blk)
+        self._pending.dec()
+        if self._sleepers:                # someone in wait_for_all or back-pressure: let them recheck
+            with self._cond:
+                self._cond.notify_all()
+        for nxt in ready:
+            self._dispatch(nxt, False)
+
+    # ---------------------------------------------------------------------------------- waits
+    def wait_for_var(self, var):
+        check_not_in_worker("wait_for_var")
+        if self._bulkers and self._bulk.fns:
+            self._flush_bulk(self._bulk)
+        if not var.ready_to_read():
+            # A tiny op that reads var and opens a lock; it runs inline on the thread that frees it.
+            signal = threading.Lock()
+            signal.acquire()
+            self._push(self._Opr(lambda rctx: signal.release(), None, (var,), (), _NORMAL, 0,
+                                 "WaitForVar", True, _INLINE | _WAIT))
+            signal.acquire()
+        self.errors.raise_for_var(var)
+
+    def wait_for_all(self):
+        check_not_in_worker("wait_for_all")
+        if self._bulkers and self._bulk.fns:
+            self._flush_bulk(self._bulk)
+        self._drain()
+        self.errors.raise_all()
+
+    def _drain(self) -> None:
+        if self._pending.value == 0:
+            return
+        with self._cond:
+            self._sleepers += 1
+            try:
+                while self._pending.value > 0:
+                    self._cond.wait()
+            finally:
+                self._sleepers -= 1
+
+    def num_pending(self) -> int:
+        return self._pending.value
+
+    # ----------------------------------------------------------------------------------- bulk
+    def set_bulk_size(self, size: int) -> int:
+        bulk = self._bulk
+        if bulk.fns:
+            self._flush_bulk(bulk)
+        old, size = bulk.size, max(0, int(size))
+        with self._group_lock:
+            self._bulkers += (size > 0) - (old > 0)
+        bulk.size = size
+        return old
+
+    def _flush_bulk(self, bulk) -> None:
+        fn, ctx, const_vars, mutable_vars = bulk.take()
+        if len(fn.fns) == 1:      # a bulk of one is just the op, under its own name
+            self._push(self._Opr(fn.fns[0], ctx, const_vars, mutable_vars, _NORMAL, 0, fn.names[0], True))
+        else:
+            self._push(self._Opr(fn, ctx, const_vars, mutable_vars, _NORMAL, 0, "ImperativeBulk", True))
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def stop(self) -> None:
+        """Finish every pending op, then stop the worker threads (they restart on the next push)."""
+        check_not_in_worker("engine stop")
+        if self._bulk.fns:
+            self._flush_bulk(self._bulk)
+        self._drain()
+        with self._group_lock:
+            groups, self._groups = list(self._groups.values()), {}
+            self._cpu_fifo = {}
+        for group in groups:
+            group.stop()
+
+    def describe(self) -> dict:
+        """Engine type, active core (cython/python), thread counts, running groups, bound."""
+        return {"type": self.name, "core": self.core.IMPLEMENTATION, **{f"{k}_nthreads": v for k, v in
+                self.nthreads.items()}, "max_pending": self.max_pending,
+                "groups": sorted(g.name for g in self._groups.values())}

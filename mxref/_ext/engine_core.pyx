@@ -1,0 +1,549 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Cython twin of ``mxref.engine.var_queue``: dependency queues, op blocks and blocking work queues.
+
+Same classes, methods and behavior as the pure-Python specification; only the machinery differs:
+
+* Variable queues are C linked lists of ``VarBlock`` structs from a free list (MXNet's
+  ``ObjectPool``), and wait counters are C integers.
+* The GIL is the lock. Every state transition below is straight C code that runs no Python code
+  (no calls, no allocation of garbage-collected objects, no reference drop that could free one)
+  while the state is inconsistent, so no other thread can observe it half-done. This replaces
+  MXNet's per-variable mutex. NOTE: a free-threaded CPython build would need real mutexes here.
+* The blocking queues use a pthread mutex and condition variable and wait with the GIL released.
+  A thread never asks for the GIL while holding a queue mutex, so the two locks cannot deadlock.
+"""
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+from cpython.list cimport PyList_Append
+from libc.stdlib cimport free, malloc, realloc
+
+cimport cython
+
+from mxref.base import MXNetError
+from mxref.engine.base import dedup_vars
+
+IMPLEMENTATION = "cython"
+WRITE_TRIGGERED = -1
+cdef enum:
+    C_WRITE_TRIGGERED = -1
+    MAX_FREE_BLOCKS = 65536
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t*, void*)
+    int pthread_mutex_destroy(pthread_mutex_t*)
+    int pthread_mutex_lock(pthread_mutex_t*)
+    int pthread_mutex_unlock(pthread_mutex_t*)
+    int pthread_cond_init(pthread_cond_t*, void*)
+    int pthread_cond_destroy(pthread_cond_t*)
+    int pthread_cond_wait(pthread_cond_t*, pthread_mutex_t*)
+    int pthread_cond_signal(pthread_cond_t*)
+
+
+# --------------------------------------------------------------------------------------------
+# Op blocks
+# --------------------------------------------------------------------------------------------
+
+@cython.freelist(512)
+cdef class OprBlock:
+    """One pushed operation: the function, its deduplicated variables, routing and its wait counter."""
+
+    cdef public object fn, ctx, name, error, callback
+    cdef public tuple const_vars, mutable_vars
+    cdef public int prop, priority, flags
+    cdef public bint sync, done
+    cdef public Py_ssize_t wait
+
+    def __init__(self, fn, ctx, const_vars=(), mutable_vars=(), int prop=0, int priority=0,
+                 name="op", bint sync=True, int flags=0):
+        cdef tuple mut = _unique_vars(mutable_vars, (), name)
+        self.const_vars = _unique_vars(const_vars, mut, name)
+        self.mutable_vars = mut
+        self.fn = fn
+        self.ctx = ctx
+        self.prop = prop
+        self.priority = priority
+        self.name = name
+        self.sync = sync
+        self.flags = flags
+        self.wait = len(self.const_vars) + len(mut) + 1
+        self.error = None
+        self.callback = None
+        self.done = False
+
+    def decr_wait(self, Py_ssize_t n=1):
+        """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""
+        self.wait -= n
+        return self.wait == 0
+
+    def __call__(self, exc=None):
+        self.callback(self, exc)
+
+    def __repr__(self):
+        return f"OprBlock({self.name}, wait={self.wait})"
+
+
+cdef tuple _unique_vars(object seq, tuple exclude, object name):
+    """``seq`` as a tuple of distinct ThreadedVars not in ``exclude`` (reused as is when clean)."""
+    cdef tuple t = seq if type(seq) is tuple else tuple(seq)
+    cdef Py_ssize_t n = len(t), m = len(exclude), i, j
+    cdef object a
+    cdef bint clean = True
+    for i in range(n):
+        a = t[i]
+        if type(a) is not ThreadedVar:
+            raise MXNetError(f"operator {name}: {a!r} is not a variable of the threaded engine "
+                             "(create variables with engine.new_variable())")
+        if clean:
+            for j in range(i):
+                if t[j] is a:
+                    clean = False
+                    break
+        if clean:
+            for j in range(m):
+                if exclude[j] is a:
+                    clean = False
+                    break
+    if clean:
+        return t
+    if m:
+        return tuple(dedup_vars(t, exclude)[0])
+    return tuple(dedup_vars((), t)[1])
+
+
+# --------------------------------------------------------------------------------------------
+# Variables
+# --------------------------------------------------------------------------------------------
+
+ctypedef struct VarBlock:
+    VarBlock* next
+    PyObject* trigger        # an owned reference to the OprBlock, NULL in the sentinel
+    bint write
+
+cdef VarBlock* _free_blocks = NULL
+cdef Py_ssize_t _num_free_blocks = 0
+
+
+cdef inline VarBlock* _new_block() except NULL:
+    global _free_blocks, _num_free_blocks
+    cdef VarBlock* b = _free_blocks
+    if b is not NULL:
+        _free_blocks = b.next
+        _num_free_blocks -= 1
+    else:
+        b = <VarBlock*>malloc(sizeof(VarBlock))
+        if b is NULL:
+            raise MemoryError("engine variable queue")
+    b.next = NULL
+    b.trigger = NULL
+    b.write = False
+    return b
+
+
+cdef inline void _free_block(VarBlock* b) noexcept:
+    """Return a block whose trigger reference was already handed on or dropped."""
+    global _free_blocks, _num_free_blocks
+    if _num_free_blocks < MAX_FREE_BLOCKS:
+        b.next = _free_blocks
+        _free_blocks = b
+        _num_free_blocks += 1
+    else:
+        free(b)
+
+
+cdef inline void _release(PyObject* trigger, list out, bint count) noexcept:
+    """Hand a released op on: to ``out`` always (trace mode) or when its wait reaches 0 (``count``)."""
+    cdef OprBlock op = <OprBlock>trigger
+    if count:
+        op.wait -= 1
+        if op.wait != 0:
+            return
+    PyList_Append(out, op)
+
+
+@cython.freelist(1024)
+cdef class ThreadedVar:
+    """An engine variable with its dependency queue (MXNet's ``ThreadedVar``)."""
+
+    cdef VarBlock* head
+    cdef VarBlock* pending_write
+    cdef Py_ssize_t num_pending_reads
+    cdef public long long version
+    cdef public object exception
+    cdef public bint deleted
+    cdef object __weakref__
+
+    def __cinit__(self):
+        self.head = _new_block()
+        self.pending_write = NULL
+        self.num_pending_reads = 0
+        self.version = 0
+        self.exception = None
+        self.deleted = False
+
+    def __dealloc__(self):
+        # Normally only the sentinel is left; queued blocks hold ops that hold this var.
+        cdef VarBlock* b = self.pending_write if self.pending_write is not NULL else self.head
+        cdef VarBlock* nxt
+        while b is not NULL:
+            nxt = b.next
+            if b.trigger is not NULL:
+                Py_DECREF(<object>b.trigger)
+            _free_block(b)
+            b = nxt
+
+    def ready_to_read(self):
+        """No write is queued or running: a read pushed now would run at once."""
+        return self.pending_write is NULL
+
+    def append_read(self, OprBlock opr not None):
+        """Queue a read; ``True`` when it may run now (no write ahead of it)."""
+        return _append_read(self, opr)
+
+    def append_write(self, OprBlock opr not None):
+        """Queue a write; ``True`` when it may run now (nothing ahead of it)."""
+        return _append_write(self, opr)
+
+    def complete_read(self):
+        """A read finished; return the write it releases (the last reader lets the writer go)."""
+        out = []
+        _complete_read(self, out, False)
+        return out[0] if out else None
+
+    def complete_write(self):
+        """The pending write finished; return what it releases (reads behind it, or the next write)."""
+        out = []
+        _complete_write(self, out, False)
+        return out
+
+    def __repr__(self):
+        return f"ThreadedVar(version={self.version})"
+
+
+cdef inline bint _append_read(ThreadedVar v, OprBlock opr) except -1:
+    cdef VarBlock* nxt
+    if v.pending_write is NULL:
+        v.num_pending_reads += 1
+        return True
+    nxt = _new_block()
+    Py_INCREF(opr)
+    v.head.trigger = <PyObject*>opr
+    v.head.next = nxt
+    v.head = nxt
+    return False
+
+
+cdef inline bint _append_write(ThreadedVar v, OprBlock opr) except -1:
+    cdef VarBlock* blk = v.head
+    cdef VarBlock* nxt = _new_block()
+    Py_INCREF(opr)
+    blk.trigger = <PyObject*>opr
+    blk.write = True
+    blk.next = nxt
+    v.head = nxt
+    if v.pending_write is NULL:
+        v.pending_write = blk
+        if v.num_pending_reads == 0:
+            v.num_pending_reads = C_WRITE_TRIGGERED
+            return True
+    return False
+
+
+cdef inline void _complete_read(ThreadedVar v, list out, bint count) noexcept:
+    v.num_pending_reads -= 1
+    if v.num_pending_reads == 0 and v.pending_write is not NULL:
+        v.num_pending_reads = C_WRITE_TRIGGERED
+        _release(v.pending_write.trigger, out, count)
+
+
+cdef void _complete_write(ThreadedVar v, list out, bint count) noexcept:
+    cdef VarBlock* done = v.pending_write
+    cdef VarBlock* blk = done.next
+    cdef VarBlock* nxt
+    cdef PyObject* finished = done.trigger
+    cdef Py_ssize_t reads = 0
+    v.version += 1
+    _free_block(done)
+    while blk is not v.head and not blk.write:
+        _release(blk.trigger, out, count)
+        # NOTE: safe to drop here: the op is now held by `out` or by another variable's queue.
+        Py_DECREF(<object>blk.trigger)
+        nxt = blk.next
+        _free_block(blk)
+        blk = nxt
+        reads += 1
+    v.num_pending_reads = reads
+    if blk is v.head:
+        v.pending_write = NULL
+    else:
+        v.pending_write = blk
+        if reads == 0:
+            v.num_pending_reads = C_WRITE_TRIGGERED
+            _release(blk.trigger, out, count)
+    # The state is consistent again: dropping the finished op may now run arbitrary finalizers.
+    Py_DECREF(<object>finished)
+
+
+cpdef bint register(OprBlock opr) except -1:
+    """Append ``opr`` to all its variables; ``True`` when it is ready to run right away."""
+    cdef Py_ssize_t ready = 1                   # the +1 guard, released last
+    cdef ThreadedVar v
+    for v in opr.const_vars:
+        ready += _append_read(v, opr)
+    for v in opr.mutable_vars:
+        ready += _append_write(v, opr)
+    opr.wait -= ready
+    return opr.wait == 0
+
+
+cpdef list complete(OprBlock opr):
+    """Mark ``opr`` complete on all its variables; return the ops that became ready to run."""
+    cdef list ready = []
+    cdef ThreadedVar v
+    cdef object error = opr.error
+    for v in opr.const_vars:
+        _complete_read(v, ready, True)
+    for v in opr.mutable_vars:
+        if error is not None:
+            v.exception = error
+        _complete_write(v, ready, True)
+    return ready
+
+
+# --------------------------------------------------------------------------------------------
+# Blocking queues
+# --------------------------------------------------------------------------------------------
+
+cdef class FIFOQueue:
+    """A blocking FIFO (a ring buffer); ``push_front`` lets ``DELETE_VAR`` ops jump the line."""
+
+    cdef pthread_mutex_t mu
+    cdef pthread_cond_t cv
+    cdef PyObject** buf
+    cdef Py_ssize_t cap, start, size, nwait
+
+    def __cinit__(self):
+        pthread_mutex_init(&self.mu, NULL)
+        pthread_cond_init(&self.cv, NULL)
+        self.cap = 64
+        self.buf = <PyObject**>malloc(self.cap * sizeof(PyObject*))
+        if self.buf is NULL:
+            raise MemoryError("engine FIFO queue")
+        self.start = self.size = self.nwait = 0
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        for i in range(self.size):
+            Py_DECREF(<object>self.buf[(self.start + i) % self.cap])
+        free(self.buf)
+        pthread_cond_destroy(&self.cv)
+        pthread_mutex_destroy(&self.mu)
+
+    cdef int _grow(self) nogil:
+        # Called with the mutex held: unroll the ring into a buffer twice as large.
+        cdef PyObject** nb = <PyObject**>malloc(2 * self.cap * sizeof(PyObject*))
+        cdef Py_ssize_t i
+        if nb is NULL:
+            return -1
+        for i in range(self.size):
+            nb[i] = self.buf[(self.start + i) % self.cap]
+        free(self.buf)
+        self.buf = nb
+        self.start = 0
+        self.cap *= 2
+        return 0
+
+    cdef int _put(self, object item, bint front) except -1:
+        cdef int rc = 0
+        Py_INCREF(item)
+        pthread_mutex_lock(&self.mu)
+        if self.size == self.cap:
+            rc = self._grow()
+        if rc == 0:
+            if front:
+                self.start = (self.start - 1 + self.cap) % self.cap
+                self.buf[self.start] = <PyObject*>item
+            else:
+                self.buf[(self.start + self.size) % self.cap] = <PyObject*>item
+            self.size += 1
+            if self.nwait:
+                pthread_cond_signal(&self.cv)
+        pthread_mutex_unlock(&self.mu)
+        if rc != 0:
+            Py_DECREF(item)
+            raise MemoryError("engine FIFO queue")
+        return 0
+
+    def push(self, item, long long priority=0):
+        self._put(item, False)
+
+    def push_front(self, item, long long priority=0):
+        self._put(item, True)
+
+    cdef PyObject* _take(self) noexcept nogil:
+        cdef PyObject* p = self.buf[self.start]
+        self.start = (self.start + 1) % self.cap
+        self.size -= 1
+        return p
+
+    def pop(self):
+        """Block until an item is available and return it."""
+        cdef PyObject* p
+        pthread_mutex_lock(&self.mu)        # fast path: an item is waiting, keep the GIL
+        if self.size:
+            p = self._take()
+            pthread_mutex_unlock(&self.mu)
+        else:
+            pthread_mutex_unlock(&self.mu)
+            with nogil:                     # NOTE: unlock before taking the GIL back
+                pthread_mutex_lock(&self.mu)
+                while self.size == 0:
+                    self.nwait += 1
+                    pthread_cond_wait(&self.cv, &self.mu)
+                    self.nwait -= 1
+                p = self._take()
+                pthread_mutex_unlock(&self.mu)
+        item = <object>p
+        Py_DECREF(item)                     # the queue's reference; `item` holds its own
+        return item
+
+    def __len__(self):
+        return self.size
+
+
+ctypedef struct HeapEntry:
+    long long priority
+    unsigned long long seq
+    PyObject* item
+
+
+cdef inline bint _above(HeapEntry* a, HeapEntry* b) noexcept nogil:
+    # Max-heap on priority; among equals the earlier push wins (stable).
+    return a.priority > b.priority or (a.priority == b.priority and a.seq < b.seq)
+
+
+cdef class PriorityQueue:
+    """A blocking max-priority queue (higher pops first; equal priorities in push order)."""
+
+    cdef pthread_mutex_t mu
+    cdef pthread_cond_t cv
+    cdef HeapEntry* heap
+    cdef Py_ssize_t cap, size, nwait
+    cdef unsigned long long seq
+
+    def __cinit__(self):
+        pthread_mutex_init(&self.mu, NULL)
+        pthread_cond_init(&self.cv, NULL)
+        self.cap = 64
+        self.heap = <HeapEntry*>malloc(self.cap * sizeof(HeapEntry))
+        if self.heap is NULL:
+            raise MemoryError("engine priority queue")
+        self.size = self.nwait = 0
+        self.seq = 0
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        for i in range(self.size):
+            Py_DECREF(<object>self.heap[i].item)
+        free(self.heap)
+        pthread_cond_destroy(&self.cv)
+        pthread_mutex_destroy(&self.mu)
+
+    def push(self, item, long long priority=0):
+        cdef Py_ssize_t i, parent
+        cdef HeapEntry e
+        cdef HeapEntry* nh
+        Py_INCREF(item)
+        pthread_mutex_lock(&self.mu)
+        if self.size == self.cap:
+            nh = <HeapEntry*>realloc(self.heap, 2 * self.cap * sizeof(HeapEntry))
+            if nh is NULL:
+                pthread_mutex_unlock(&self.mu)
+                Py_DECREF(item)
+                raise MemoryError("engine priority queue")
+            self.heap = nh
+            self.cap *= 2
+        e.priority = priority
+        e.seq = self.seq
+        e.item = <PyObject*>item
+        self.seq += 1
+        i = self.size
+        self.size += 1
+        while i > 0:
+            parent = (i - 1) // 2
+            if not _above(&e, &self.heap[parent]):
+                break
+            self.heap[i] = self.heap[parent]
+            i = parent
+        self.heap[i] = e
+        if self.nwait:
+            pthread_cond_signal(&self.cv)
+        pthread_mutex_unlock(&self.mu)
+
+    def push_front(self, item, long long priority=0):
+        # As dmlc's ConcurrentBlockingQueue: in a priority queue the priority alone decides.
+        self.push(item, priority)
+
+    cdef PyObject* _take(self) noexcept nogil:
+        cdef PyObject* p = self.heap[0].item
+        cdef HeapEntry last
+        cdef Py_ssize_t i = 0, child
+        self.size -= 1
+        last = self.heap[self.size]
+        while True:
+            child = 2 * i + 1
+            if child >= self.size:
+                break
+            if child + 1 < self.size and _above(&self.heap[child + 1], &self.heap[child]):
+                child += 1
+            if not _above(&self.heap[child], &last):
+                break
+            self.heap[i] = self.heap[child]
+            i = child
+        if self.size:
+            self.heap[i] = last
+        return p
+
+    def pop(self):
+        """Block until an item is available and return the highest-priority one."""
+        cdef PyObject* p
+        pthread_mutex_lock(&self.mu)
+        if self.size:
+            p = self._take()
+            pthread_mutex_unlock(&self.mu)
+        else:
+            pthread_mutex_unlock(&self.mu)
+            with nogil:                     # NOTE: unlock before taking the GIL back
+                pthread_mutex_lock(&self.mu)
+                while self.size == 0:
+                    self.nwait += 1
+                    pthread_cond_wait(&self.cv, &self.mu)
+                    self.nwait -= 1
+                p = self._take()
+                pthread_mutex_unlock(&self.mu)
+        item = <object>p
+        Py_DECREF(item)
+        return item
+
+    def __len__(self):
+        return self.size
+
+
+cdef class PendingCounter:
+    """The number of pushed and not yet completed operations (atomic under the GIL)."""
+
+    cdef public Py_ssize_t value
+
+    def __cinit__(self):
+        self.value = 0
+
+    cpdef Py_ssize_t inc(self):
+        self.value += 1
+        return self.value
+
+    cpdef Py_ssize_t dec(self):
+        self.value -= 1
+        return self.value
