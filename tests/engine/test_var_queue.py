@@ -1,0 +1,191 @@
+"""The dependency core: the pure-Python twin and the Cython twin produce identical traces on random
+append/complete sequences, both obey the read/write rules, and their blocking queues agree."""
+import random
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mxref.engine import var_queue as pure
+
+try:
+    from mxref._ext import engine_core as cy
+except ImportError:  # pragma: no cover - pure-only environments
+    cy = None
+
+TWINS = [pytest.param(pure, id="python"),
+         pytest.param(cy, id="cython", marks=pytest.mark.skipif(cy is None, reason="not built"))]
+needs_cy = pytest.mark.skipif(cy is None, reason="Cython engine core not built")
+
+
+def _op(core, name, reads=(), writes=()):
+    return core.OprBlock(None, None, tuple(reads), tuple(writes), name=name)
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_reads_share_writes_exclude(core):
+    """read, read, write, read on one var: both reads run at once, the write after both, the last
+    read after the write (num_pending_reads / pending_write / WRITE_TRIGGERED rules)."""
+    v = core.ThreadedVar()
+    r1, r2, w, r3 = (_op(core, n) for n in ("r1", "r2", "w", "r3"))
+    assert v.append_read(r1) and v.append_read(r2)
+    assert not v.append_write(w)
+    assert not v.append_read(r3)
+    assert not v.ready_to_read()
+    assert v.complete_read() is None           # one reader left
+    assert v.complete_read() is w              # the last reader lets the writer go
+    assert [o.name for o in v.complete_write()] == ["r3"]
+    assert v.version == 1
+    assert v.complete_read() is None and v.ready_to_read()
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_write_write_read_read_write(core):
+    """A completed write releases the reads queued right behind it, and stops at the next write."""
+    v = core.ThreadedVar()
+    w1, w2, r1, r2, w3 = (_op(core, n) for n in ("w1", "w2", "r1", "r2", "w3"))
+    assert v.append_write(w1)
+    assert not v.append_write(w2)
+    assert not v.append_read(r1) and not v.append_read(r2) and not v.append_write(w3)
+    assert [o.name for o in v.complete_write()] == ["w2"]
+    assert [o.name for o in v.complete_write()] == ["r1", "r2"]
+    assert v.complete_read() is None
+    assert v.complete_read() is w3
+    assert v.complete_write() == [] and v.version == 3 and v.ready_to_read()
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_wait_counter_plus_one_guard(core):
+    """An op's wait counter starts at reads + writes + 1; register releases the guard last."""
+    a, b = core.ThreadedVar(), core.ThreadedVar()
+    blocker = _op(core, "blocker", writes=[a])
+    assert core.register(blocker)
+    op = _op(core, "op", reads=[a, b], writes=[core.ThreadedVar()])
+    assert op.wait == 4
+    assert not core.register(op) and op.wait == 1      # b and the output released; a is not
+    assert [o.name for o in core.complete(blocker)] == ["op"] and op.wait == 0
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_dedup_drops_reads_of_written_vars(core):
+    """Duplicates are removed and a var both read and written counts once, as a write."""
+    a, b = core.ThreadedVar(), core.ThreadedVar()
+    op = core.OprBlock(None, None, (a, b, a), (b, b))
+    assert op.const_vars == (a,) and op.mutable_vars == (b,) and op.wait == 3
+
+
+def _run_trace(core, seed, nvars=4, steps=120):
+    """Drive one core with random pushes and completions; return the trace of releases.
+
+    The random choices depend only on the seed and on the trace so far, so two correct twins
+    take the same path and must produce the same trace.
+    """
+    rng = random.Random(seed)
+    vs = [core.ThreadedVar() for _ in range(nvars)]
+    running, trace, count = [], [], 0
+    for _ in range(steps):
+        if running and (rng.random() < 0.45 or count > 40):
+            op = running.pop(rng.randrange(len(running)))
+            released = core.complete(op)
+            trace.append(("done", op.name, sorted(o.name for o in released)))
+            running.extend(released)
+        else:
+            reads = [v for v in vs if rng.random() < 0.3]
+            writes = [v for v in vs if rng.random() < 0.25]
+            op = core.OprBlock(None, None, tuple(reads), tuple(writes), name=f"op{count}")
+            count += 1
+            ready = core.register(op)
+            trace.append(("push", op.name, ready))
+            if ready:
+                running.append(op)
+        _check_no_conflict(vs, running)
+        running.sort(key=lambda o: int(o.name[2:]))
+    while running:                                 # drain: everything pushed must finish
+        op = running.pop(0)
+        released = core.complete(op)
+        trace.append(("done", op.name, sorted(o.name for o in released)))
+        running.extend(released)
+        running.sort(key=lambda o: int(o.name[2:]))
+    finished = {t[1] for t in trace if t[0] == "done"}
+    assert finished == {f"op{i}" for i in range(count)}
+    assert all(v.ready_to_read() for v in vs)
+    trace.append(("versions", [v.version for v in vs]))
+    return trace
+
+
+def _check_no_conflict(vs, running):
+    """No var is written by one running op while another running op touches it."""
+    for v in vs:
+        writers = [o for o in running if v in o.mutable_vars]
+        readers = [o for o in running if v in o.const_vars]
+        assert len(writers) <= 1 and not (writers and readers)
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_pure_twin_traces_are_consistent(seed):
+    """Random pushes/completions on the pure twin never run conflicting ops and always drain."""
+    _run_trace(pure, seed)
+
+
+@needs_cy
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_pure_and_cython_twins_give_identical_traces(seed):
+    """The Cython core releases exactly the same ops at exactly the same steps as the pure twin."""
+    assert _run_trace(cy, seed) == _run_trace(pure, seed)
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_fifo_queue_push_front_and_blocking_pop(core):
+    """FIFO order, push_front jumps the line, and pop blocks until a push from another thread."""
+    q = core.FIFOQueue()
+    for i in range(100):                 # more than the initial capacity: the ring grows
+        q.push(i)
+    q.push_front("first")
+    assert [q.pop() for _ in range(3)] == ["first", 0, 1] and len(q) == 98
+    for _ in range(98):
+        q.pop()
+    got = []
+    t = threading.Thread(target=lambda: got.append(q.pop()))
+    t.start()
+    time.sleep(0.05)
+    assert got == []
+    q.push("late")
+    t.join(5)
+    assert got == ["late"]
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_priority_queue_is_a_stable_max_heap(core):
+    """Higher priority pops first; equal priorities pop in push order; many items grow the heap."""
+    q = core.PriorityQueue()
+    rng = random.Random(3)
+    items = [(rng.randint(-5, 5), i) for i in range(300)]
+    for prio, i in items:
+        q.push(i, prio)
+    got = [q.pop() for _ in items]
+    assert got == [i for _, i in sorted(items, key=lambda pi: (-pi[0], pi[1]))]
+
+
+@needs_cy
+def test_cython_var_dealloc_releases_queued_ops():
+    """A Cython var freed with blocks still queued drops its references to their ops."""
+    import sys
+    op = cy.OprBlock(None, None)
+    before = sys.getrefcount(op)
+    v = cy.ThreadedVar()
+    for _ in range(3):
+        v.append_write(op)
+    assert sys.getrefcount(op) == before + 3
+    del v
+    assert sys.getrefcount(op) == before
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_pending_counter(core):
+    """The pending counter counts up and down."""
+    c = core.PendingCounter()
+    assert [c.inc(), c.inc(), c.dec()] == [1, 2, 1] and c.value == 1
