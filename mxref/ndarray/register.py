@@ -174,9 +174,10 @@ def populate(package) -> None:
         spaces[space] = mod
     for name in registry.list_ops():
         space, short = namespace_of(name)
-        if hasattr(spaces[space], short):
+        # NOTE: vars(), not hasattr(): hasattr would run the late-lookup __getattr__ and create it.
+        if short in vars(spaces[space]):
             continue
         fn = make_function(registry.get(name), name)
         setattr(spaces[space], short, fn)
-        if space == "op" and not hasattr(package, name):
+        if space == "op" and name not in vars(package):
             setattr(package, name, fn)
