@@ -89,6 +89,9 @@ def test_set_core_picks_bookkeeping(fresh_storage):
         manager.set_core("fortran")
 
 
+# NOTE: method="thread": a hung engine would also hang the ``stop()`` in ``finally``, which the
+# default signal-based timeout cannot get past.
+@pytest.mark.timeout(60, method="thread")
 @pytest.mark.parametrize("engine_name", ["NaiveEngine", "ThreadedEnginePerDevice"])
 def test_memory_returns_only_after_queued_uses(fresh_storage, engine_name):
     """The NDArray lifetime contract: allocate in the first writer, free via delete_variable.
