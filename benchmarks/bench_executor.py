@@ -1,0 +1,196 @@
+"""Executor throughput: forward+backward samples/s of an MLP and LeNet-5, mxref vs MXNet 1.9.1 vs PyTorch.
+
+Models (grad_req 'write' for parameters, 'null' for data and labels, as ``Module`` binds them):
+
+* MLP 784-512-512-10 (ReLU, softmax cross-entropy), batch 128;
+* LeNet-5 on 1x28x28 (conv5x5x20, tanh, maxpool2, conv5x5x50, tanh, maxpool2, fc500, tanh, fc10), batch 64.
+
+Each system runs in its own subprocess with the same thread count ``T`` (``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` = T, ``torch.set_num_threads(T)``,
+``MXNET_CPU_WORKER_NTHREADS`` = 1 for MXNet and mxref): mxref's Executor (threaded engine,
+Cython core), MXNet 1.9.1 ``simple_bind`` (``/work/venvs/mxnet191``), PyTorch 2.13 eager
+(``/work/venvs/torch213``) and, for the MLP, a hand-written numpy forward+backward. Each worker
+times ``--repeats`` blocks of ``--iters`` iterations after a warm-up and reports the median.
+
+Run::
+
+    .venv/bin/python benchmarks/bench_executor.py                  # both models, T=2
+    .venv/bin/python benchmarks/bench_executor.py --models mlp --threads 1 --rounds 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PYTHONS = {
+    "mxref": os.path.join(ROOT, ".venv", "bin", "python"),
+    "numpy": os.path.join(ROOT, ".venv", "bin", "python"),
+    "mxnet": os.environ.get("MXNET191_PYTHON", "/work/venvs/mxnet191/bin/python"),
+    "torch": os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python"),
+}
+BATCH = {"mlp": 128, "lenet": 64}
+SHAPE = {"mlp": (784,), "lenet": (1, 28, 28)}
+
+
+def symbol_net(sym, model):
+    """The model as MXNet 1.x symbol code (``sym`` is ``mxnet.sym`` or ``mxref.sym``)."""
+    h = sym.Variable("data")
+    if model == "mlp":
+        for i, n in enumerate((512, 512)):
+            h = sym.Activation(sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"), act_type="relu")
+        return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc3"), name="softmax")
+    for i, nf in enumerate((20, 50)):
+        h = sym.Convolution(h, kernel=(5, 5), num_filter=nf, name=f"conv{i + 1}")
+        h = sym.Activation(h, act_type="tanh")
+        h = sym.Pooling(h, pool_type="max", kernel=(2, 2), stride=(2, 2))
+    h = sym.Activation(sym.FullyConnected(sym.Flatten(h), num_hidden=500, name="fc1"), act_type="tanh")
+    return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc2"), name="softmax")
+
+
+def _time(step, sync, iters, repeats, batch):
+    for _ in range(3):
+        step()
+    sync()
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            step()
+        sync()
+        rates.append(batch * iters / (time.perf_counter() - t0))
+    return rates
+
+
+def run_symbolic(mx, model, iters, repeats):
+    """mxref or MXNet: simple_bind, then forward(is_train=True) + backward() per iteration."""
+    import numpy as np  # noqa: PLC0415
+    batch = BATCH[model]
+    net = symbol_net(mx.sym, model)
+    req = {n: ("null" if n in ("data", "softmax_label") else "write") for n in net.list_arguments()}
+    ex = net.simple_bind(mx.cpu(), grad_req=req, data=(batch,) + SHAPE[model])
+    rng = np.random.RandomState(0)
+    for name, arr in ex.arg_dict.items():
+        if name == "softmax_label":
+            arr[:] = rng.randint(0, 10, arr.shape)
+        else:
+            arr[:] = rng.normal(0, 0.05, arr.shape)
+
+    def step():
+        ex.forward(is_train=True)
+        ex.backward()
+    return _time(step, mx.nd.waitall, iters, repeats, batch)
+
+
+def run_torch(model, iters, repeats, threads):
+    import torch  # noqa: PLC0415
+    torch.set_num_threads(threads)
+    nn = torch.nn
+    batch = BATCH[model]
+    if model == "mlp":
+        net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                            nn.Linear(512, 10))
+    else:
+        net = nn.Sequential(nn.Conv2d(1, 20, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.Tanh(),
+                            nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.Tanh(), nn.Linear(500, 10))
+    x = torch.randn((batch,) + SHAPE[model])
+    y = torch.randint(0, 10, (batch,))
+    loss_fn = nn.CrossEntropyLoss(reduction="sum")
+
+    def step():
+        for p in net.parameters():
+            p.grad = None
+        loss_fn(net(x), y).backward()
+    return _time(step, lambda: None, iters, repeats, batch)
+
+
+def run_numpy_mlp(iters, repeats):
+    """The MLP by hand: three GEMMs forward, five backward (no data gradient), ReLU masks, softmax."""
+    import numpy as np  # noqa: PLC0415
+    rng = np.random.default_rng(0)
+    batch = BATCH["mlp"]
+    x = rng.random((batch, 784), dtype=np.float32)
+    ws = [rng.standard_normal(s, dtype=np.float32) * 0.05 for s in ((512, 784), (512, 512), (10, 512))]
+    bs = [np.zeros(n, np.float32) for n in (512, 512, 10)]
+    label = rng.integers(0, 10, batch)
+    rows = np.arange(batch)
+
+    def step():
+        h1 = np.maximum(x @ ws[0].T + bs[0], 0)
+        h2 = np.maximum(h1 @ ws[1].T + bs[1], 0)
+        o = h2 @ ws[2].T + bs[2]
+        o = np.exp(o - o.max(1, keepdims=True))
+        o /= o.sum(1, keepdims=True)
+        o[rows, label] -= 1
+        grads = [o.T @ h2, o.sum(0)]
+        g2 = (o @ ws[2]) * (h2 > 0)
+        grads += [g2.T @ h1, g2.sum(0)]
+        g1 = (g2 @ ws[1]) * (h1 > 0)
+        grads += [g1.T @ x, g1.sum(0)]
+        return grads
+    return _time(step, lambda: None, iters, repeats, batch)
+
+
+def worker(args) -> None:
+    if args.worker == "mxref":
+        sys.path.insert(0, ROOT)
+        import mxref as mx  # noqa: PLC0415
+        rates = run_symbolic(mx, args.model, args.iters, args.repeats)
+    elif args.worker == "mxnet":
+        import mxnet as mx  # noqa: PLC0415
+        rates = run_symbolic(mx, args.model, args.iters, args.repeats)
+    elif args.worker == "torch":
+        rates = run_torch(args.model, args.iters, args.repeats, args.threads)
+    else:
+        rates = run_numpy_mlp(args.iters, args.repeats)
+    print(json.dumps(rates))
+
+
+def measure(system, model, threads, iters, repeats):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads), MXNET_CPU_WORKER_NTHREADS="1",
+               MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
+    cmd = [PYTHONS[system], os.path.abspath(__file__), "--worker", system, "--model", model,
+           "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", default=["mlp", "lenet"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=0, help="iterations per timed block (default per model)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the systems this many times")
+    parser.add_argument("--worker", choices=sorted(PYTHONS), help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        args.iters = args.iters or (20 if args.model == "mlp" else 5)
+        worker(args)
+        return
+    print(f"forward+backward samples/s, {args.threads} thread(s), median of {args.repeats} x "
+          f"{args.rounds} blocks")
+    print(f"{'model':6} {'system':8} {'samples/s':>10} {'min':>8} {'max':>8} | mxref / system")
+    for model in args.models:
+        systems = ["mxref", "mxnet", "torch"] + (["numpy"] if model == "mlp" else [])
+        rates = {s: [] for s in systems}
+        for _ in range(args.rounds):
+            for s in systems:
+                rates[s] += measure(s, model, args.threads, args.iters or (20 if model == "mlp" else 5),
+                                    args.repeats)
+        med = {s: statistics.median(r) for s, r in rates.items()}
+        for s in systems:
+            ratio = "" if s == "mxref" else f"{med['mxref'] / med[s]:.2f}x"
+            print(f"{model:6} {s:8} {med[s]:10.0f} {min(rates[s]):8.0f} {max(rates[s]):8.0f} | {ratio}")
+
+
+if __name__ == "__main__":
+    main()
