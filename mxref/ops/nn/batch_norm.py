@@ -101,10 +101,14 @@ def gradient(node, ograds):
     return out_entries(backward_node(node, "_backward_BatchNorm", ins), 3) + [None, None]
 
 
-register(OpDef("BatchNorm", forward, arguments=["data", "gamma", "beta"],
+BATCH_NORM = register(OpDef("BatchNorm", forward, arguments=["data", "gamma", "beta"],
                aux_states=["moving_mean", "moving_var"], outputs=["output", "mean", "var"],
                num_visible_outputs=lambda p: 3 if p["output_mean_var"] else 1, params=PARAMS,
                infer_shape=infer_shape, infer_type=uniform_type(3), gradient=gradient, doc=__doc__))
+# Auxiliary variables created for an unnamed input start at moving_mean=0, moving_var=1 (the
+# initializer reads __init__), as MXNet's BatchNorm sets them (semantics item 4).
+BATCH_NORM.input_var_attrs = {"moving_mean": {"__init__": '["zero", {}]'},
+                              "moving_var": {"__init__": '["one", {}]'}}
 register(OpDef("_backward_BatchNorm", backward, arguments=["ograd", "data", "gamma", "mean", "var"],
                outputs=["data", "gamma", "beta"], params=PARAMS, infer_type=uniform_type(3),
                infer_shape=lambda p, s: (list(s), [s[1], s[2], s[2]])))
