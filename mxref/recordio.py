@@ -141,19 +141,19 @@ class MXRecordIO:
         data = bytes(buf)
         if len(data) >= 1 << _LEN_BITS:
             raise MXNetError(f"MXRecordIO: a record must be shorter than 2^29 bytes, got {len(data)}")
-        f, start = self._file, 0
+        pieces, start = [], 0
         # Cut at every 4-byte aligned occurrence of the magic number (which is not stored).
         i = data.find(_MAGIC_BYTES)
         while i >= 0:
             if i % 4 == 0:
-                f.write(_HEAD.pack(_MAGIC, (_FIRST if start == 0 else _MIDDLE) << _LEN_BITS | (i - start)))
-                f.write(data[start:i])
+                flag = _FIRST if start == 0 else _MIDDLE
+                pieces += [_HEAD.pack(_MAGIC, flag << _LEN_BITS | (i - start)), data[start:i]]
                 start = i + 4
             i = data.find(_MAGIC_BYTES, i + (4 if i % 4 == 0 else 1))
         rest = len(data) - start
-        f.write(_HEAD.pack(_MAGIC, (_LAST if start else _WHOLE) << _LEN_BITS | rest))
-        f.write(data[start:])
-        f.write(b"\0" * (_pad4(rest) - rest))
+        pieces += [_HEAD.pack(_MAGIC, (_LAST if start else _WHOLE) << _LEN_BITS | rest),
+                   data[start:], b"\0" * (_pad4(rest) - rest)]
+        self._file.write(b"".join(pieces))
 
     def read(self) -> Optional[bytes]:
         """The next record, or None at the end of the file."""
