@@ -20,8 +20,9 @@ Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def is_training() -> bool:
     return _imperative.is_training()
 
 
-def set_recording(is_recording: bool) -> bool:  # noqa: F811 - MXNet's parameter name
+def set_recording(is_recording: bool) -> bool:
     """Turn recording on or off on this thread; return the previous state."""
     global _num_recording
     old, new = _state.is_recording, bool(is_recording)
@@ -82,32 +83,26 @@ def set_recording(is_recording: bool) -> bool:  # noqa: F811 - MXNet's parameter
     return old
 
 
-def set_training(train_mode: bool) -> bool:  # noqa: F811
+def set_training(train_mode: bool) -> bool:
     """Turn training mode on or off on this thread; return the previous state."""
     return _imperative.set_is_training(train_mode)
 
 
-class _RecordingStateScope:
-    """``with`` scope setting the recording and/or training flags and restoring them on exit."""
-
-    def __init__(self, is_record: Optional[bool], train_mode: Optional[bool]):
-        self._enter_record, self._enter_train = is_record, train_mode
-        self._prev_record = self._prev_train = None
-
-    def __enter__(self):
-        if self._enter_record is not None:
-            self._prev_record = set_recording(self._enter_record)
-        if self._enter_train is not None:
-            self._prev_train = set_training(self._enter_train)
-
-    def __exit__(self, *exc):
-        if self._enter_record is not None and self._prev_record != self._enter_record:
-            set_recording(self._prev_record)
-        if self._enter_train is not None and self._prev_train != self._enter_train:
-            set_training(self._prev_train)
+@contextlib.contextmanager
+def _scope(is_record: Optional[bool], train: Optional[bool]):
+    """Set the recording and/or training flags (``None``: leave it) and restore them on exit."""
+    prev_record = set_recording(is_record) if is_record is not None else None
+    prev_train = set_training(train) if train is not None else None
+    try:
+        yield
+    finally:
+        if is_record is not None:
+            set_recording(prev_record)
+        if train is not None:
+            set_training(prev_train)
 
 
-def record(train_mode: bool = True) -> _RecordingStateScope:  # noqa: F811
+def record(train_mode: bool = True) -> ContextManager[None]:
     """Record the operators run inside ``with autograd.record():`` (and train, unless told not to)::
 
         x.attach_grad()
@@ -115,22 +110,22 @@ def record(train_mode: bool = True) -> _RecordingStateScope:  # noqa: F811
             y = (x * x).sum()
         y.backward()          # x.grad == 2 * x
     """
-    return _RecordingStateScope(True, train_mode)
+    return _scope(True, train_mode)
 
 
-def pause(train_mode: bool = False) -> _RecordingStateScope:  # noqa: F811
+def pause(train_mode: bool = False) -> ContextManager[None]:
     """Stop recording inside the scope (and predict, unless ``train_mode``)."""
-    return _RecordingStateScope(False, train_mode)
+    return _scope(False, train_mode)
 
 
-def train_mode() -> _RecordingStateScope:
+def train_mode() -> ContextManager[None]:
     """Training mode inside the scope, recording unchanged."""
-    return _RecordingStateScope(None, True)
+    return _scope(None, True)
 
 
-def predict_mode() -> _RecordingStateScope:
+def predict_mode() -> ContextManager[None]:
     """Inference mode inside the scope, recording unchanged."""
-    return _RecordingStateScope(None, False)
+    return _scope(None, False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,28 +190,24 @@ def _backward_deps(op: registry.OpDef, params: dict, n_in: int, n_out: int):
     fwd._params = params
     input_of = {id(e.node): i for i, e in enumerate(fwd.inputs)}
     need_in, need_out = set(), set()
-    grads = [g for g in op.gradient(fwd, [NodeEntry(Node(None, "ograd"), 0, 0)] * n_out) if g is not None]
 
-    def note(e: NodeEntry) -> bool:
-        if e.node is fwd:
-            need_out.add(e.index)
-        elif id(e.node) in input_of:
-            need_in.add(input_of[id(e.node)])
-        else:
+    def forward_value(e: NodeEntry, read: bool = True) -> bool:
+        """Whether ``e`` is one of the forward node's inputs or outputs (noted if ``read``)."""
+        if e.node is not fwd and id(e.node) not in input_of:
             return False
+        if read:
+            (need_out.add(e.index) if e.node is fwd else need_in.add(input_of[id(e.node)]))
         return True
 
-    stack, seen = [g.node for g in grads if not note(g)], set()
+    grads = [g for g in op.gradient(fwd, [NodeEntry(Node(None, "ograd"), 0, 0)] * n_out) if g is not None]
+    stack, seen = [g.node for g in grads if not forward_value(g)], set()
     while stack:
         node = stack.pop()
         if node.is_variable or id(node) in seen:
             continue
         seen.add(id(node))
         for i, e in enumerate(node.inputs):
-            if i in node.op.ignore_inputs:
-                if e.node is not fwd and id(e.node) not in input_of:
-                    stack.append(e.node)
-            elif not note(e):
+            if not forward_value(e, read=i not in node.op.ignore_inputs):
                 stack.append(e.node)
     hit = (frozenset(need_in), frozenset(need_out))
     if key is not None:
@@ -307,12 +298,6 @@ def _params_key(node: Node):
         return None
 
 
-def _run_function_backward(node: Node, ograds: List[NDArray]) -> List[NDArray]:
-    """Run an ``autograd.Function``'s Python ``backward`` (see ``autograd_function.py``)."""
-    from .autograd_function import run_backward  # noqa: PLC0415 - the two modules import each other
-    return run_backward(node, ograds)
-
-
 def _differentiate(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
                    is_train: bool) -> Tuple[List[Node], List[NDArray], set, List[NodeEntry]]:
     """Build and run the backward graph (shared by ``backward`` and ``grad``).
@@ -332,11 +317,11 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
             if not n.is_variable:
                 n.extra.clear()    # the saved values now live only in `values`, dropped once read
     produced = set()
-    with _RecordingStateScope(create_graph, is_train):
+    with _scope(create_graph, is_train):
         for n in run:
             ins = [values[(id(e.node), e.index)] for e in n.inputs]
             if "function" in n.extra:
-                outs = _run_function_backward(n, ins)
+                outs = _function.run_backward(n, ins)
             else:
                 outs = _imperative.invoke(n.op, _params_key(n), n.params, ins)
             for i, o in enumerate(outs):
@@ -440,7 +425,7 @@ def _with_entry(v: NDArray, entry: NodeEntry) -> NDArray:
 
 
 def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_graph: bool = False,
-             train_mode: bool = True) -> None:  # noqa: F811
+             train_mode: bool = True) -> None:
     """Compute the gradients of ``heads`` and store them in the ``.grad`` of every marked variable.
 
     Parameters
@@ -471,7 +456,7 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
 
 def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Sequence[NDArray]],
          head_grads=None, retain_graph: Optional[bool] = None, create_graph: bool = False,
-         train_mode: bool = True) -> List[NDArray]:  # noqa: F811
+         train_mode: bool = True) -> List[NDArray]:
     """Gradients of ``heads`` with respect to ``variables``, returned as new arrays (``.grad`` untouched).
 
     With ``create_graph=True`` the backward computation is recorded too, so the returned gradients
@@ -492,7 +477,7 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
     _, values, produced, grads = _differentiate(heads, head_grads, variables, retain_graph,
                                                 create_graph, train_mode)
     out = []
-    with _RecordingStateScope(create_graph, None):
+    with _scope(create_graph, None):
         for v, g in zip(values, grads):
             # A value the backward pass did not compute (a head gradient, a forward value) is copied,
             # so the caller never gets an array that aliases one of its own.
@@ -584,7 +569,7 @@ def _detach(self: NDArray) -> NDArray:
 
 
 def _backward_method(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,
-                     train_mode: bool = True) -> None:  # noqa: F811
+                     train_mode: bool = True) -> None:
     """``autograd.backward([self], [out_grad], retain_graph, train_mode)``."""
     backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
@@ -595,4 +580,5 @@ for _name, _fn in (("attach_grad", _attach_grad), ("detach", _detach), ("backwar
         setattr(NDArray, _name, _fn)
 _wrap_views()
 
-from .autograd_function import Function  # noqa: E402 - registers the _CustomFunction operators
+from . import autograd_function as _function  # noqa: E402 - registers the _CustomFunction ops
+from .autograd_function import Function  # noqa: E402
