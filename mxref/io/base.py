@@ -37,6 +37,10 @@ class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
     def __repr__(self) -> str:
         return f"DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]"
 
+    def __getnewargs__(self):
+        # Pickle dtype and layout too (the tuple part alone would lose them).
+        return (self.name, self.shape, self.dtype, self.layout)
+
     @staticmethod
     def get_batch_axis(layout: Optional[str]) -> int:
         """The axis that holds the batch (the position of ``'N'`` in ``layout``; 0 when no layout).

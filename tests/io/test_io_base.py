@@ -1,5 +1,7 @@
 """The data-iterator contract: DataDesc (a (name, shape) tuple with dtype and layout), DataBatch
 fields, and DataIter's next() built from iter_next/getdata/getlabel/getpad/getindex."""
+import pickle
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,8 @@ def test_datadesc_is_a_name_shape_tuple():
     assert repr(d) == "DataDesc[x,(2, 3),<class 'numpy.float32'>,NCHW]"
     d2 = mx.io.DataDesc("y", (5,), np.int32, "NC")
     assert (d2.dtype, d2.layout) == (np.int32, "NC")
+    back = pickle.loads(pickle.dumps(d2))
+    assert back == d2 and (back.dtype, back.layout) == (np.int32, "NC")
 
 
 def test_get_batch_axis_and_get_list():

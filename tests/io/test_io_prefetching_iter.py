@@ -26,7 +26,9 @@ def test_same_batches_as_inner_iterator():
     it.reset()
     b = it.next()
     assert b.provide_data == it.provide_data and it.batch_size == 4
+    threads = [w.thread for w in it._workers]
     it.close()
+    assert not any(t.is_alive() for t in threads)
 
 
 def test_joins_and_renames_several_iterators():
