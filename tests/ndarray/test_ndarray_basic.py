@@ -72,6 +72,22 @@ def test_attributes_repr_and_protocol(any_engine):
     assert np.asarray(a, dtype=np.int64).dtype == np.int64
 
 
+def test_wait_to_write_and_wait_to_read(any_engine):
+    """wait_to_write returns once every queued read and write is done; the array stays usable."""
+    a = mx.nd.ones((4,))
+    b = a * 3
+    a.wait_to_write()
+    a[:] = 0
+    b.wait_to_read()
+    assert b.asnumpy().tolist() == [3, 3, 3, 3] and a.asnumpy().tolist() == [0, 0, 0, 0]
+
+
+def test_transpose_property_is_for_at_most_2d(any_engine):
+    assert mx.nd.ones((2, 3)).T.shape == (3, 2)
+    with pytest.raises(mx.MXNetError, match="at most 2 dimensions"):
+        _ = mx.nd.ones((1, 2, 3)).T
+
+
 def test_asnumpy_returns_a_copy(any_engine):
     a = mx.nd.ones((2,))
     h = a.asnumpy()
