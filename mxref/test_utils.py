@@ -132,7 +132,8 @@ def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan:
         f"Error {float(violation[where]):f} exceeds tolerance rtol={rtol:e}, atol={atol:e} "
         f"(mismatch {100.0 * bad / max(violation.size, 1):f}%).\nLocation of maximum error: {where}, "
         f"{names[0]}={float(a64[where]):.8f}, {names[1]}={float(b64[where]):.8f}\n"
-        f" {names[0]}: {np.array2string(a, threshold=8)}\n {names[1]}: {np.array2string(b, threshold=8)}")
+        f" {names[0]}: {np.array2string(a, threshold=8, edgeitems=2)}\n"
+        f" {names[1]}: {np.array2string(b, threshold=8, edgeitems=2)}")
 
 
 def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan: bool = True) -> None:
@@ -535,6 +536,10 @@ class OpTestCase:
     rtol = atol = grad_rtol = grad_atol = None
     seed = 0
 
+    def op_params(self, dtype) -> dict:
+        """The operator's parameters for one dtype (override when they depend on it)."""
+        return dict(self.params)
+
     def forward_ref(self, params: dict, **inputs):
         raise NotImplementedError(f"{type(self).__name__} must define forward_ref")
 
@@ -545,18 +550,19 @@ class OpTestCase:
         return {k: rng.uniform(lo, hi, s).astype(dtype) for k, s in shapes.items()}
 
     # -- the pieces every test uses ----------------------------------------------------------
-    def _symbol(self):
+    def _symbol(self, dtype):
         from .symbol.graph import Node, NodeEntry  # noqa: PLC0415 - symbol imports test tooling lazily
         from .symbol.symbol import Symbol  # noqa: PLC0415
         opdef = _registry.get(self.op)
-        p = opdef.parse_params(dict(self.params))
+        given = self.op_params(dtype)
+        p = opdef.parse_params(given)
         names = opdef.list_arguments(p) + opdef.list_aux_states(p)
-        node = Node(opdef, self.op.lower(), opdef.format_params(p, only=list(self.params)),
+        node = Node(opdef, self.op.lower(), opdef.format_params(p, only=list(given)),
                     [NodeEntry(Node(None, n)) for n in names])
         return Symbol([NodeEntry(node, i) for i in range(opdef.num_visible_outputs(p))]), p
 
     def _case(self, dtype):
-        sym, p = self._symbol()
+        sym, p = self._symbol(dtype)
         arg_shapes, _, aux_shapes = sym.infer_shape(**self.shapes)
         if arg_shapes is None:
             raise MXNetError(f"{type(self).__name__}: shapes {self.shapes} do not decide every "
@@ -602,7 +608,7 @@ class OpTestCase:
             ins += [array(aux[k], dtype=dtype) for k in sym.list_auxiliary_states()]
             old = imperative.set_is_training(self.is_train)
             try:
-                nd_outs = imperative.invoke_name(self.op, ins, dict(self.params))
+                nd_outs = imperative.invoke_name(self.op, ins, self.op_params(dtype))
             finally:
                 imperative.set_is_training(old)
             for i, got in enumerate(self._forward(sym, args, aux, dtype)):
@@ -629,11 +635,12 @@ class OpTestCase:
                                     self._tol(self.grad_atol, dtype), aux, dtype=dtype)
 
     def test_consistency(self):
-        sym, _, args, aux = self._case(np.float64)
+        _, _, args, aux = self._case(np.float64)
         shapes = {k: v.shape for k, v in args.items()}
-        confs = [dict(ctx=default_context(), type_dict={k: dt for k in args}, **shapes)
-                 for dt in (np.float64, np.float32)]
-        confs.append(dict(confs[1], kernels="reference"))
+        dts = (np.float64, np.float32, np.float32)
+        confs = [dict(ctx=default_context(), type_dict={k: dt for k in args}, **shapes) for dt in dts]
+        confs[2]["kernels"] = "reference"
         req = {k: ("write" if self.grad_args is None or k in self.grad_args else "null") for k in args}
-        check_consistency(sym, confs, grad_req=req if any(r != "null" for r in req.values()) else "null",
+        check_consistency([self._symbol(dt)[0] for dt in dts], confs,
+                          grad_req=req if any(r != "null" for r in req.values()) else "null",
                           arg_params=args, aux_params=aux, rtol=self.grad_rtol, atol=self.grad_atol)
