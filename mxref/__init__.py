@@ -12,6 +12,7 @@ from . import storage  # noqa: E402,F401
 from . import ndarray  # noqa: E402
 from . import ndarray as nd  # noqa: E402
 from . import random  # noqa: E402,F401
+from . import io, recordio  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 from . import name  # noqa: E402,F401
 from . import attribute  # noqa: E402,F401
