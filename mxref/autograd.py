@@ -531,10 +531,11 @@ def _wrap_views() -> None:
         return out
 
     def at_rec(self, idx):
-        if not _state.is_recording:
-            return at(self, idx)
-        idx = idx + self._shape[0] if idx < 0 else idx
-        row = slice_rec(self, idx, idx + 1) if 0 <= idx < self._shape[0] else at(self, idx)  # raises
+        n = self._shape[0] if self._shape else 0
+        if not _state.is_recording or not -n <= idx < n:
+            return at(self, idx)      # (an index out of range raises there)
+        idx %= n
+        row = slice_rec(self, idx, idx + 1)
         return row if len(self._shape) == 1 else reshape_rec(row, self._shape[1:])
 
     def copyto_rec(self, other):

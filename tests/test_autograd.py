@@ -338,6 +338,19 @@ def test_views_and_copies_are_recorded():
     np.testing.assert_allclose(v.grad.asnumpy(), [2, 4 + 2])   # r broadcasts over 2 elements
 
 
+def test_index_out_of_range_under_record_raises():
+    """x[i] with i outside [-n, n) raises IndexError while recording too."""
+    x = _var([[1.0, 2.0], [3.0, 4.0]])
+    with ag.record():
+        with pytest.raises(IndexError):
+            x[-3]
+        with pytest.raises(IndexError):
+            x[2]
+        y = x[-2] * 1
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [[1, 1], [0, 0]]
+
+
 def test_views_outside_record_stay_plain():
     """Outside record() a view is an unrecorded view that writes through."""
     x = _var([[1.0, 2.0], [3.0, 4.0]])
