@@ -10,7 +10,7 @@ Layout (little-endian), as ``NDArray::Save`` in MXNet 1.9.1 ``src/ndarray/ndarra
 
 ``magic`` is 0xF993FAC9 (V2). mxref also reads V3 (0xF993FACA, numpy shape semantics, 0-d arrays),
 V1 (0xF993FAC8, no storage type) and the oldest layout, where the first word is ``ndim`` and
-dimensions are uint32. Dense storage only: sparse arrays (stype 1 and 2) are rejected.
+dimensions are uint32. Sparse arrays (``row_sparse``, ``csr``) load as dense NDArrays.
 """
 from __future__ import annotations
 
@@ -118,14 +118,53 @@ def _read_shape(r: _Reader, wide: bool, what: str):
     return ndim, r.unpack(f"<{ndim}{'q' if wide else 'I'}", f"{what} dimensions")
 
 
+def _read_values(r: _Reader, flag: int, shape, what: str) -> np.ndarray:
+    if flag not in DTYPE_MX_TO_NP:
+        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has unknown dtype flag {flag}")
+    dtype = DTYPE_MX_TO_NP[flag]
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = r.take(count * dtype.itemsize, f"{what} ({count} x {dtype.name})")
+    return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def _densify(r: _Reader, stype: int, shape, sshape, flag: int, what: str) -> np.ndarray:
+    """Read a sparse array's values and indices and scatter them into a dense numpy array.
+
+    ``row_sparse`` (stype 1) keeps whole rows plus their row indices; ``csr`` (stype 2) keeps
+    nonzeros plus ``indptr`` and column indices (MXNet's aux order: indptr first).
+    """
+    naux = 1 if stype == 1 else 2
+    aux_meta = []
+    for i in range(naux):
+        (aflag,) = r.unpack("<i", f"{what} aux {i} dtype")
+        aux_meta.append((aflag, _read_shape(r, True, f"{what} aux {i} shape")[1]))
+    values = _read_values(r, flag, sshape, f"{what} data")
+    aux = [_read_values(r, aflag, ashape, f"{what} aux {i} data").astype(np.int64)
+           for i, (aflag, ashape) in enumerate(aux_meta)]
+    dense = np.zeros(shape, values.dtype)
+    try:
+        if stype == 1:
+            dense[aux[0]] = values
+        else:
+            indptr, cols = aux
+            rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+            dense[rows, cols] = values
+    except (IndexError, ValueError) as exc:
+        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has bad sparse indices "
+                         f"({exc})") from None
+    return dense
+
+
 def _read_array(r: _Reader, index: int):
     what = f"array {index}"
     (magic,) = r.unpack("<I", f"{what} magic")
+    stype, sshape = 0, None
     if magic in (V2_MAGIC, V3_MAGIC):
         (stype,) = r.unpack("<i", f"{what} storage type")
-        if stype != 0:
-            raise MXNetError(f"{r.source}: {what} has sparse storage type {stype}; mxref NDArrays are "
-                             "dense only (convert with tostype('default') before saving)")
+        if stype not in (0, 1, 2):
+            raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has storage type {stype}")
+        if stype:
+            sshape = _read_shape(r, True, f"{what} storage shape")[1]
         ndim, shape = _read_shape(r, True, f"{what} shape")
         # V2 marks "no array" with ndim 0; V3 with ndim -1 (0 is a real 0-d array there).
         if (magic == V2_MAGIC and ndim == 0) or ndim == -1:
@@ -143,12 +182,10 @@ def _read_array(r: _Reader, index: int):
             return None
     r.unpack("<ii", f"{what} context")
     (flag,) = r.unpack("<i", f"{what} dtype")
-    if flag not in DTYPE_MX_TO_NP:
-        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has unknown dtype flag {flag}")
-    dtype = DTYPE_MX_TO_NP[flag]
-    count = int(np.prod(shape, dtype=np.int64))
-    raw = r.take(count * dtype.itemsize, f"{what} data ({count} x {dtype.name})")
-    host = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+    if stype:
+        host = _densify(r, stype, shape, sshape, flag, what)
+    else:
+        host = _read_values(r, flag, shape, f"{what} data")
     return _from_numpy(host, cpu(0))
 
 
