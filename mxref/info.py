@@ -1,23 +1,54 @@
 """``mxref.info()``: versions, active fast paths and why, engine type and thread counts."""
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
 import numpy as np
 
 
+def _optional_version(module: str) -> str:
+    try:
+        mod = __import__(module)
+    except Exception as exc:  # noqa: BLE001 - an optional dependency may fail in any way
+        return f"not available ({type(exc).__name__})"
+    return getattr(mod, "__version__", "installed")
+
+
 def info(file=None) -> dict:
-    """Print (and return) what this mxref runs with: versions, extensions, engine and threads."""
-    from . import __version__, engine  # noqa: PLC0415
+    """Print (and return) what this mxref runs with.
+
+    Shows versions, which fast paths are active and why (Cython or pure Python, selected by
+    ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT``), the engine type and its thread counts, the
+    storage pools and the number of GPUs.
+    """
+    from . import __version__, engine, storage  # noqa: PLC0415
+    from ._ext import loader  # noqa: PLC0415
+    from .context import num_gpus  # noqa: PLC0415
+
+    eng = engine.get()
+    storage.get_manager(__import__("mxref").cpu())   # make sure the CPU pool's choice is recorded
     report = {
         "mxref": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "numpy": np.__version__,
-        "engine": engine.engine_type(),
+        "mpi4py": _optional_version("mpi4py"),
+        "pycuda": _optional_version("pycuda"),
+        "gpus": num_gpus(),
     }
+    desc = eng.describe() if hasattr(eng, "describe") else {"type": eng.name}
+    for key, value in desc.items():
+        report[f"engine.{key}"] = value
+    for name, (path, reason) in sorted(loader.STATUS.items()):
+        report[f"ext.{name}"] = f"{path} ({reason})"
+    for ctx, text in storage.describe().items():
+        report[f"storage.{ctx}"] = text
+    flags = {k: v for k, v in sorted(os.environ.items()) if k.startswith(("MXNET_", "MXREF_"))}
+    for key, value in flags.items():
+        report[f"env.{key}"] = value
     width = max(map(len, report))
-    for k, v in report.items():
-        print(f"{k:<{width}} : {v}", file=file)
+    for key, value in report.items():
+        print(f"{key:<{width}} : {value}", file=file)
     return report

@@ -1,0 +1,28 @@
+"""mxref.info(): versions, fast-path choices with reasons, engine and storage descriptions."""
+import io
+import os
+import subprocess
+import sys
+
+import mxref as mx
+
+
+def test_info_reports_versions_engine_and_storage():
+    buf = io.StringIO()
+    report = mx.info(file=buf)
+    text = buf.getvalue()
+    assert report["mxref"] == mx.__version__
+    assert report["engine.type"] == mx.engine.engine_type()
+    assert any(k.startswith("storage.cpu(0)") for k in report)
+    assert "engine.type" in text and report["gpus"] == 0
+
+
+def test_info_says_why_pure_python_is_used():
+    """With MXREF_ENABLE_EXT=0 every extension row names the flag as the reason."""
+    env = dict(os.environ, MXREF_ENABLE_EXT="0")
+    out = subprocess.run([sys.executable, "-c", "import mxref; mxref.info()"], env=env,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    ext_rows = [line for line in out.splitlines() if line.startswith("ext.")]
+    assert ext_rows, out
+    assert all("python (MXREF_ENABLE_EXT=0)" in line for line in ext_rows), out
+    assert "env.MXREF_ENABLE_EXT" in out
