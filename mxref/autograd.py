@@ -195,8 +195,10 @@ def _backward_deps(op: registry.OpDef, params: dict, n_in: int, n_out: int):
         """Whether ``e`` is one of the forward node's inputs or outputs (noted if ``read``)."""
         if e.node is not fwd and id(e.node) not in input_of:
             return False
-        if read:
-            (need_out.add(e.index) if e.node is fwd else need_in.add(input_of[id(e.node)]))
+        if read and e.node is fwd:
+            need_out.add(e.index)
+        elif read:
+            need_in.add(input_of[id(e.node)])
         return True
 
     grads = [g for g in op.gradient(fwd, [NodeEntry(Node(None, "ograd"), 0, 0)] * n_out) if g is not None]
