@@ -1,0 +1,12 @@
+"""``mx.mod``: modules, the intermediate training API (``Module``, ``BucketingModule``).
+
+``base_module.py`` (fit/score/predict loops), ``module.py`` (one Symbol, data-parallel over
+contexts), ``executor_group.py`` (one executor per context, batch slicing),
+``bucketing_module.py`` (one Module per bucket key, parameters shared).
+"""
+from .base_module import BaseModule
+#from .bucketing_module import BucketingModule
+from .executor_group import DataParallelExecutorGroup
+from .module import Module
+
+__all__ = ["BaseModule", "Module", "BucketingModule", "DataParallelExecutorGroup"]
