@@ -55,7 +55,7 @@ cdef class OprBlock:
     cdef public tuple const_vars, mutable_vars
     cdef public int prop, priority, flags
     cdef public bint sync, done
-    cdef public Py_ssize_t wait
+    cdef public Py_ssize_t wait, epoch
 
     def __init__(self, fn, ctx, const_vars=(), mutable_vars=(), int prop=0, int priority=0,
                  name="op", bint sync=True, int flags=0):
@@ -73,6 +73,7 @@ cdef class OprBlock:
         self.error = None
         self.callback = None
         self.done = False
+        self.epoch = 0              # the engine's error epoch at push (see ErrorBook)
 
     def decr_wait(self, Py_ssize_t n=1):
         """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""

@@ -41,17 +41,17 @@ class OpError:
 
     It travels along the data flow: it is stored on every variable the failing op writes, and
     ops that read or write such a variable are skipped and pass it on. All those variables share
-    this one object, so raising it once (at any wait) clears it everywhere (``cleared``), as MXNet
-    clears its shared ``exception_ptr``.
+    this one object, so raising it once (at any wait) clears it everywhere, as MXNet clears its
+    shared ``exception_ptr``. ``cleared_at`` records *when* (see ``ErrorBook``).
     """
 
-    __slots__ = ("op_name", "exc", "tb_text", "cleared")
+    __slots__ = ("op_name", "exc", "tb_text", "cleared_at")
 
     def __init__(self, op_name: str, exc: BaseException):
         self.op_name = op_name
         self.exc = exc
         self.tb_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.cleared = False
+        self.cleared_at: Optional[int] = None     # the ErrorBook epoch that cleared it; None: live
 
     def to_error(self) -> MXNetError:
         """Build the ``MXNetError`` raised at the wait (the original exception is its ``__cause__``)."""
@@ -96,31 +96,36 @@ SKIP_EXEMPT = frozenset((FnProperty.NO_SKIP, FnProperty.DELETE_VAR))
 class ErrorBook:
     """The error rules shared by every engine (MXNet's ``OnStart``/``OnComplete``/``Throw``).
 
-    * ``inherited(vars)``: an op touching a variable with a live error is skipped and inherits it.
+    * ``inherited(...)``: an op touching a variable with an error is skipped and inherits it.
     * ``record(err)``: a new error joins the global list (``wait_for_all`` raises the oldest).
     * ``raise_for_var(var)`` / ``raise_all()``: raise once, then the error is cleared everywhere.
 
-    An error is *live* exactly while it is in the global list, so engines skip the per-variable
-    check entirely (one truthiness test) while ``live`` is empty: the common, error-free case.
+    Clearing happens at a wait, but ops pushed *before* that wait may run after it on a threaded
+    engine. So that they are skipped exactly as on the naive engine (which ran them at push time,
+    while the error was live), every clearing advances ``epoch``, each error remembers the epoch
+    that cleared it, and each op is judged by the epoch at its push: an error counts for an op
+    unless it was cleared before the op was pushed. Errors thus follow program order, not timing.
+
+    While no error is live and no clearing happened since the push, the check costs one test.
     """
 
-    __slots__ = ("live", "_lock")
+    __slots__ = ("live", "epoch", "_lock")
 
     def __init__(self):
-        self.live = []                 # live errors, oldest first
+        self.live = []                 # errors not yet raised, oldest first
+        self.epoch = 0                 # number of clearings so far
         self._lock = threading.Lock()
 
-    def inherited(self, const_vars: Sequence, mutable_vars: Sequence) -> Optional[OpError]:
-        """The live error carried by any of the variables, or ``None``."""
-        if not self.live:
+    def inherited(self, const_vars: Sequence, mutable_vars: Sequence,
+                  pushed_epoch: Optional[int] = None) -> Optional[OpError]:
+        """The error an op pushed at ``pushed_epoch`` (default: now) inherits from its variables."""
+        if pushed_epoch is None:
+            pushed_epoch = self.epoch
+        if not self.live and pushed_epoch == self.epoch:
             return None
-        for v in const_vars:
+        for v in (*const_vars, *mutable_vars):
             err = v.exception
-            if err is not None and not err.cleared:
-                return err
-        for v in mutable_vars:
-            err = v.exception
-            if err is not None and not err.cleared:
+            if err is not None and (err.cleared_at is None or err.cleared_at > pushed_epoch):
                 return err
         return None
 
@@ -131,13 +136,13 @@ class ErrorBook:
     def raise_for_var(self, var) -> None:
         """``wait_for_var``'s ending: raise the variable's live error, clearing it everywhere."""
         err = var.exception
-        if err is None:
+        if err is None or err.cleared_at is not None:
             return
-        var.exception = None
         with self._lock:
-            if err.cleared:
+            if err.cleared_at is not None:
                 return
-            err.cleared = True
+            self.epoch += 1
+            err.cleared_at = self.epoch
             if err in self.live:
                 self.live.remove(err)
         raise err.to_error()
@@ -146,8 +151,10 @@ class ErrorBook:
         """``wait_for_all``'s ending: raise the oldest live error and clear every one."""
         with self._lock:
             errors, self.live = self.live, []
-            for err in errors:
-                err.cleared = True
+            if errors:
+                self.epoch += 1
+                for err in errors:
+                    err.cleared_at = self.epoch
         if errors:
             raise errors[0].to_error()
 

@@ -167,6 +167,7 @@ class ThreadedEnginePerDevice(Engine):
 
     def _push(self, blk) -> None:
         blk.callback = self._on_complete
+        blk.epoch = self.errors.epoch
         if self._pending.inc() > self.max_pending:
             self._throttle()
         if self._register(blk):
@@ -256,8 +257,10 @@ class ThreadedEnginePerDevice(Engine):
     # -------------------------------------------------------------------------------- execute
     def _execute(self, blk, stream) -> None:
         """Run one ready op (or skip it if an input carries an error), then complete it."""
-        if self.errors.live and not blk.flags & _WAIT and blk.prop not in _SKIP_EXEMPT:
-            err = self.errors.inherited(blk.const_vars, blk.mutable_vars)
+        errors = self.errors
+        if ((errors.live or errors.epoch != blk.epoch) and not blk.flags & _WAIT
+                and blk.prop not in _SKIP_EXEMPT):
+            err = errors.inherited(blk.const_vars, blk.mutable_vars, blk.epoch)
             if err is not None:
                 blk.error = err
                 self._complete(blk, None)

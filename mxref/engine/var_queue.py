@@ -44,7 +44,7 @@ class OprBlock:
     """
 
     __slots__ = ("fn", "ctx", "const_vars", "mutable_vars", "prop", "priority", "name", "sync",
-                 "wait", "error", "callback", "done", "flags")
+                 "wait", "error", "callback", "done", "flags", "epoch")
 
     def __init__(self, fn, ctx, const_vars: Sequence = (), mutable_vars: Sequence = (), prop: int = 0,
                  priority: int = 0, name: str = "op", sync: bool = True, flags: int = 0):
@@ -69,6 +69,7 @@ class OprBlock:
         self.error = None
         self.callback = None
         self.done = False
+        self.epoch = 0              # the engine's error epoch at push (see ErrorBook)
 
     def decr_wait(self, n: int = 1) -> bool:
         """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""
