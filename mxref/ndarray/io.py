@@ -127,7 +127,7 @@ def _read_values(r: _Reader, flag: int, shape, what: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
 
-def _densify(r: _Reader, stype: int, shape, sshape, flag: int, what: str) -> np.ndarray:
+def _densify(r: _Reader, stype: int, shape, flag: int, what: str) -> np.ndarray:
     """Read a sparse array's values and indices and scatter them into a dense numpy array.
 
     ``row_sparse`` (stype 1) keeps whole rows plus their row indices; ``csr`` (stype 2) keeps
@@ -138,7 +138,13 @@ def _densify(r: _Reader, stype: int, shape, sshape, flag: int, what: str) -> np.
     for i in range(naux):
         (aflag,) = r.unpack("<i", f"{what} aux {i} dtype")
         aux_meta.append((aflag, _read_shape(r, True, f"{what} aux {i} shape")[1]))
-    values = _read_values(r, flag, sshape, f"{what} data")
+    # NOTE: the stored values' shape follows from the index arrays (as MXNet's loader computes it);
+    # the saved storage shape cannot be trusted: MXNet 1.9.1 writes (0,) for csr arrays.
+    if stype == 1:
+        vshape = tuple(aux_meta[0][1][:1]) + tuple(shape[1:])
+    else:
+        vshape = tuple(aux_meta[1][1][:1])
+    values = _read_values(r, flag, vshape, f"{what} data")
     aux = [_read_values(r, aflag, ashape, f"{what} aux {i} data").astype(np.int64)
            for i, (aflag, ashape) in enumerate(aux_meta)]
     dense = np.zeros(shape, values.dtype)
@@ -158,13 +164,13 @@ def _densify(r: _Reader, stype: int, shape, sshape, flag: int, what: str) -> np.
 def _read_array(r: _Reader, index: int):
     what = f"array {index}"
     (magic,) = r.unpack("<I", f"{what} magic")
-    stype, sshape = 0, None
+    stype = 0
     if magic in (V2_MAGIC, V3_MAGIC):
         (stype,) = r.unpack("<i", f"{what} storage type")
         if stype not in (0, 1, 2):
             raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has storage type {stype}")
         if stype:
-            sshape = _read_shape(r, True, f"{what} storage shape")[1]
+            _read_shape(r, True, f"{what} storage shape")
         ndim, shape = _read_shape(r, True, f"{what} shape")
         # V2 marks "no array" with ndim 0; V3 with ndim -1 (0 is a real 0-d array there).
         if (magic == V2_MAGIC and ndim == 0) or ndim == -1:
@@ -183,7 +189,7 @@ def _read_array(r: _Reader, index: int):
     r.unpack("<ii", f"{what} context")
     (flag,) = r.unpack("<i", f"{what} dtype")
     if stype:
-        host = _densify(r, stype, shape, sshape, flag, what)
+        host = _densify(r, stype, shape, flag, what)
     else:
         host = _read_values(r, flag, shape, f"{what} data")
     return _from_numpy(host, cpu(0))
