@@ -442,7 +442,7 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
     train_mode : bool
         Run the backward operators in training mode.
     """
-    xs, values, produced, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
+    xs, values, _, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
     with pause():
         for x, v in zip(xs, values):
             saved = x.extra["ag"]
@@ -466,9 +466,9 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
     ``retain_graph`` defaults to ``create_graph``.
 
     >>> with autograd.record():
-    ...     y = mx.nd.sin(x)
-    ...     dy = autograd.grad(y, x, create_graph=True)[0]      # cos(x)
-    >>> dy.backward()                                          # x.grad == -sin(x)
+    ...     y = f(x)
+    ...     dy = autograd.grad(y, [x], create_graph=True)[0]    # f'(x), itself recorded
+    >>> dy.backward()          # x.grad == f''(x), if every backward op f' used has a gradient
     """
     if isinstance(variables, NDArray):
         variables = [variables]
