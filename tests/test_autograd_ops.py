@@ -184,3 +184,18 @@ def test_mlp_step_closed_form():
     dh = (dout @ w2) * (hh > 0)
     np.testing.assert_allclose(params[1].grad.asnumpy(), dout.T @ hh, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(params[0].grad.asnumpy(), dh.T @ xs, rtol=1e-4, atol=1e-6)
+
+
+def test_training_loop_reaches_least_squares_solution():
+    """Record, backward and an in-place update outside record, repeated: w converges to lstsq."""
+    xs = _rand(20, 3)
+    t = xs @ np.array([1.5, -2.0, 0.5]) + 0.01 * _rand(20)
+    x, target = nd.array(xs), nd.array(t)
+    w = nd.zeros((3,))
+    w.attach_grad()
+    for _ in range(300):
+        with ag.record():
+            loss = nd.sum(nd.square(nd.dot(x, w) - target)) / 20
+        loss.backward()
+        w -= 0.5 * w.grad
+    np.testing.assert_allclose(w.asnumpy(), np.linalg.lstsq(xs, t, rcond=None)[0], rtol=1e-3, atol=1e-4)
