@@ -29,13 +29,14 @@ class Chunk:
     variable; the free runs after every operation already pushed on the variable.
     """
 
-    __slots__ = ("var", "ctx", "nbytes", "handle", "__weakref__")
+    __slots__ = ("var", "ctx", "nbytes", "handle", "engine", "__weakref__")
 
     def __init__(self, nbytes: int, ctx, var, handle=None):
         self.var = var
         self.ctx = ctx
         self.nbytes = nbytes
         self.handle = handle
+        self.engine = _engine._engine   # the engine that made ``var`` (checked at deletion)
 
     def data(self):
         """The chunk's bytes (a 1-D ``uint8`` numpy array), allocating them on first use."""
@@ -57,11 +58,18 @@ class Chunk:
         # here must never propagate, at worst the memory is reclaimed by the garbage collector.
         try:
             handle = self.handle
+            eng = _engine._engine
+            if eng is not self.engine or eng is None:
+                # The engine was switched (and drained) since this chunk was made: its variable
+                # means nothing to the new one, and nothing can still be queued on the memory.
+                if handle is not None:
+                    _storage.free(handle)
+                return
             if handle is None:
                 free_fn = _free_nothing
             else:
                 def free_fn(run_ctx, handle=handle):
                     _storage.free(handle)
-            _engine.get().delete_variable(free_fn, self.ctx, self.var)
+            eng.delete_variable(free_fn, self.ctx, self.var)
         except Exception:  # noqa: BLE001
             pass

@@ -219,3 +219,23 @@ def test_deleting_an_array_frees_through_the_engine(any_engine, monkeypatch):
     del e
     _settle()
     assert deleted[id(evar)] is chunk_module._free_nothing
+
+
+def test_arrays_outliving_an_engine_switch_free_their_memory_directly(monkeypatch):
+    """After set_engine, old arrays' variables belong to the stopped engine: their memory goes back
+    to the pool directly and the new engine is never handed a foreign variable."""
+    old_name = engine.get().name
+    a = mx.nd.ones((3,))
+    a.wait_to_read()
+    handle = a._chunk.handle
+    freed = []
+    monkeypatch.setattr(storage, "free", freed.append)
+    engine.set_engine("NaiveEngine")
+    try:
+        new = engine.get()
+        monkeypatch.setattr(new, "delete_variable", lambda *args: pytest.fail("foreign variable"))
+        del a
+        gc.collect()
+        assert freed == [handle]
+    finally:
+        engine.set_engine(old_name)
