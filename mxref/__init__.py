@@ -21,6 +21,7 @@ from . import symbol  # noqa: E402
 from . import symbol as sym  # noqa: E402,F401
 from .symbol import Symbol  # noqa: E402,F401
 from . import passes  # noqa: E402,F401 - registers every graph pass
+from . import autograd  # noqa: E402,F401
 from . import visualization  # noqa: E402,F401
 from . import visualization as viz  # noqa: E402,F401
 from . import registry  # noqa: E402,F401
