@@ -44,7 +44,7 @@ from .base import (
     check_not_in_worker,
     worker_state,
 )
-from .bulk import BulkStatus
+from .bulk_status import BulkStatus
 
 __all__ = ["ThreadedEnginePerDevice"]
 
