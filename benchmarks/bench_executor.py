@@ -54,17 +54,21 @@ def symbol_net(sym, model):
     return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc2"), name="softmax")
 
 
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = time.perf_counter
+
+
 def _time(step, sync, iters, repeats, batch):
     for _ in range(3):
         step()
     sync()
     rates = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = _clock()
         for _ in range(iters):
             step()
         sync()
-        rates.append(batch * iters / (time.perf_counter() - t0))
+        rates.append(batch * iters / (_clock() - t0))
     return rates
 
 
@@ -138,6 +142,8 @@ def run_numpy_mlp(iters, repeats):
 
 
 def worker(args) -> None:
+    global _clock
+    _clock = CLOCK[args.clock]
     if args.worker == "mxref":
         sys.path.insert(0, ROOT)
         import mxref as mx  # noqa: PLC0415
@@ -152,12 +158,12 @@ def worker(args) -> None:
     print(json.dumps(rates))
 
 
-def measure(system, model, threads, iters, repeats):
+def measure(system, model, threads, iters, repeats, clock="wall"):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), MXNET_CPU_WORKER_NTHREADS="1",
                MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
     cmd = [PYTHONS[system], os.path.abspath(__file__), "--worker", system, "--model", model,
-           "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats)]
+           "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats), "--clock", clock]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -169,6 +175,9 @@ def main(argv=None):
     parser.add_argument("--iters", type=int, default=0, help="iterations per timed block (default per model)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=1, help="alternate the systems this many times")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="'cpu' divides by the process's CPU time (all its threads): steadier than "
+                             "wall time on a shared machine, fair only when no thread spins idle")
     parser.add_argument("--worker", choices=sorted(PYTHONS), help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -176,8 +185,8 @@ def main(argv=None):
         args.iters = args.iters or (20 if args.model == "mlp" else 5)
         worker(args)
         return
-    print(f"forward+backward samples/s, {args.threads} thread(s), median of {args.repeats} x "
-          f"{args.rounds} blocks")
+    print(f"forward+backward samples/s ({args.clock} clock), {args.threads} thread(s), median of "
+          f"{args.repeats} x {args.rounds} blocks")
     print(f"{'model':6} {'system':8} {'samples/s':>10} {'min':>8} {'max':>8} | mxref / system")
     for model in args.models:
         systems = ["mxref", "mxnet", "torch"] + (["numpy"] if model == "mlp" else [])
@@ -185,7 +194,7 @@ def main(argv=None):
         for _ in range(args.rounds):
             for s in systems:
                 rates[s] += measure(s, model, args.threads, args.iters or (20 if model == "mlp" else 5),
-                                    args.repeats)
+                                    args.repeats, args.clock)
         med = {s: statistics.median(r) for s, r in rates.items()}
         for s in systems:
             ratio = "" if s == "mxref" else f"{med['mxref'] / med[s]:.2f}x"

@@ -81,6 +81,7 @@ class Executor:
         self._bwd_segments = compile_segments(self._bwd_ops, bwd_size, "BackwardSegment")
         self._monitor: Optional[Callable] = None
         self._monitor_all = False
+        self._single: Dict[int, object] = {}     # one-node segments, made when a monitor is set
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
 
     # -- dictionaries ------------------------------------------------------------------------
@@ -177,7 +178,9 @@ class Executor:
             return
         # With a monitor every node runs alone, so each output can be shown right after it is made.
         for op in ops:
-            seg = compile_segments([op], 1, op.op_name)[0]
+            seg = self._single.get(op.nid)
+            if seg is None:
+                seg = self._single[op.nid] = compile_segments([op], 1, op.op_name)[0]
             if self._monitor_all:
                 self._monitor_inputs(op)
             seg.push(ctx, is_train)
