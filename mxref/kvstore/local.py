@@ -1,0 +1,168 @@
+"""The ``local`` store: values merged on the CPU, summed by several threads, updated there.
+
+One push of key ``k`` with values ``v_1..v_n`` on any devices (MXNet's ``KVStoreLocal`` with
+``CommCPU``)::
+
+    reduce   one engine op reading v_1..v_n, writing the merge buffer:  buf = v_1 + ... + v_n
+             (values on a GPU are first copied to host staging buffers; a single host value on
+             the store's context is used as is, with no copy)
+    update   with an updater:  updater(k, buf, stored)   -- pushes the optimizer's ops
+             without one:      the reduce writes ``stored`` directly (the sum replaces it)
+    pull     one engine op per output reading ``stored``, writing the output
+
+The sum adds the values left to right in the stored dtype. Arrays of at least
+``MXNET_KVSTORE_BIGARRAY_BOUND`` elements (default 1e6) are cut into contiguous ranges summed by
+``MXNET_KVSTORE_REDUCTION_NTHREADS`` threads (default 4); numpy releases the GIL inside ``add``,
+so the threads run in parallel, and the result is bit-identical to the one-thread sum.
+"""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import ndarray as nd
+from ..base import env_int
+from ..context import Context, cpu
+from ..ndarray import NDArray
+from .base import KVStore, copy_into, is_host, push_op
+
+__all__ = ["LocalKVStore", "reduce_sum", "reduction_pool"]
+
+_ALIGN = 4096          # ranges start on multiples of this many elements (whole cache lines)
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def reduction_pool() -> Tuple[ThreadPoolExecutor, int]:
+    """The shared reduce threads and their count (``MXNET_KVSTORE_REDUCTION_NTHREADS``)."""
+    global _pool
+    n = max(1, env_int("MXNET_KVSTORE_REDUCTION_NTHREADS", 4))
+    with _pool_lock:
+        if _pool is None or _pool._max_workers != n:
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="kvstore reduce")
+        return _pool, n
+
+
+def _sum_range(out: np.ndarray, sources: List[np.ndarray], lo: int, hi: int) -> None:
+    o = out[lo:hi]
+    if not np.may_share_memory(o, sources[0][lo:hi]):
+        np.copyto(o, sources[0][lo:hi])
+    for s in sources[1:]:
+        np.add(o, s[lo:hi], out=o)
+
+
+def reduce_sum(out: np.ndarray, sources: List[np.ndarray], bound: Optional[int] = None,
+               nthreads: Optional[int] = None) -> None:
+    """``out[...] = sources[0] + sources[1] + ...``, split over threads for big arrays.
+
+    Parameters
+    ----------
+    out : numpy.ndarray
+        Contiguous destination; it may be ``sources[0]`` itself (an in-place sum).
+    sources : list of numpy.ndarray
+        Same size and dtype as ``out``.
+    bound : int, optional
+        Element count from which threads are used (``MXNET_KVSTORE_BIGARRAY_BOUND``, 1e6).
+    nthreads : int, optional
+        How many ranges to cut (``MXNET_KVSTORE_REDUCTION_NTHREADS``, 4).
+    """
+    flat = out.reshape(-1)
+    srcs = [s.reshape(-1) for s in sources]
+    n = flat.size
+    if bound is None:
+        bound = env_int("MXNET_KVSTORE_BIGARRAY_BOUND", 1000 * 1000)
+    pool, default_threads = reduction_pool()
+    nthreads = default_threads if nthreads is None else max(1, nthreads)
+    if n < bound or nthreads == 1:
+        _sum_range(flat, srcs, 0, n)
+        return
+    step = -(-n // nthreads)
+    step = -(-step // _ALIGN) * _ALIGN
+    futures = [pool.submit(_sum_range, flat, srcs, lo, min(lo + step, n)) for lo in range(0, n, step)]
+    for f in futures:
+        f.result()
+
+
+@KVStore.register
+class LocalKVStore(KVStore):
+    """``local``: the stored values and merge buffers live on ``cpu(0)``; sums run on the host.
+
+    See the module docstring for the path of one push. ``mx.kv.create('local')`` makes one.
+    """
+
+    registry_names = ("local",)
+
+    def __init__(self, name: str = "local"):
+        super().__init__(name)
+        self._store: Dict = {}       # key -> NDArray holding the current value
+        self._merge: Dict = {}       # key -> merge buffer (only with an updater or compression)
+        self._staging: Dict = {}     # (key, source index) -> host copy of a device value
+
+    # -- where things live (``device`` overrides) ---------------------------------------------
+    def _home(self, key, value: NDArray) -> Context:
+        """The context of ``key``'s stored value and merge buffer."""
+        return cpu(0)
+
+    def _sum(self, target: NDArray, sources: List[NDArray], priority: int) -> None:
+        """Push the reduce: ``target = sum(sources)``, all on ``target``'s context."""
+        def reduce(run_ctx):
+            reduce_sum(target._data(), [s._data() for s in sources])
+        push_op(reduce, target.context, sources, (target,), priority, "KVStoreReduce")
+
+    # -- the three operations --------------------------------------------------------------------
+    def _init_impl(self, key, value: NDArray) -> None:
+        stored = nd.empty(value.shape, self._home(key, value), value._dtype)
+        copy_into(value, stored, 0, "KVStoreInit")
+        self._store[key] = stored
+
+    def _push_impl(self, key, values: List[NDArray], priority: int) -> None:
+        stored = self._store[key]
+        merged = self._reduce(key, values, priority, None if self._updater is not None else stored)
+        if self._updater is not None:
+            self._updater(key, merged, stored)
+        elif merged is not stored:
+            copy_into(merged, stored, priority, "KVStoreAssign")
+
+    def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
+        stored = self._store[key]
+        for o in outs:
+            copy_into(stored, o, priority, "KVStorePull")
+
+    # -- reduce --------------------------------------------------------------------------------
+    def _reduce(self, key, values: List[NDArray], priority: int, into: Optional[NDArray]) -> NDArray:
+        """Sum ``values`` on the store's context; return the array holding the sum.
+
+        ``into`` is where the sum should go when the caller does not need a separate buffer;
+        a single value already on the right context is returned itself (MXNet avoids the copy).
+        """
+        ctx = self._store[key].context
+        if len(values) == 1 and values[0].context == ctx:
+            return values[0]
+        target = into if into is not None else self._merge_buffer(key)
+        self._sum(target, self._gather(key, values, ctx, priority), priority)
+        return target
+
+    def _merge_buffer(self, key) -> NDArray:
+        buf = self._merge.get(key)
+        stored = self._store[key]
+        if buf is None or buf.context != stored.context:
+            buf = self._merge[key] = nd.empty(stored.shape, stored.context, stored._dtype)
+        return buf
+
+    def _gather(self, key, values: List[NDArray], ctx: Context, priority: int) -> List[NDArray]:
+        """The values as arrays the reduce on ``ctx`` can read: host memory is read in place,
+        anything else is first copied into a staging buffer on ``ctx``."""
+        out = []
+        for i, v in enumerate(values):
+            if v.context == ctx or (is_host(v.context) and is_host(ctx)):
+                out.append(v)
+                continue
+            buf = self._staging.get((key, i))
+            if buf is None or buf.context != ctx:
+                buf = self._staging[(key, i)] = nd.empty(v.shape, ctx, v._dtype)
+            copy_into(v, buf, priority, "KVStoreCopyToMerge")
+            out.append(buf)
+        return out
