@@ -313,3 +313,28 @@ def test_group2ctx_elsewhere_is_refused():
     with pytest.raises(MXNetError, match="group2ctx"):
         sym.simple_bind(mx.cpu(), group2ctx={"dev1": mx.cpu(1)}, x=(2, 3))
     assert sym.simple_bind(mx.cpu(), group2ctx={"dev1": mx.cpu()}, x=(2, 3)).forward()[0].shape == (2, 2)
+
+
+def test_group_with_a_variable_output_and_an_input_read_twice():
+    """Gradients of an input read by several nodes are summed; a variable output is the bound array
+    and receives its head gradient too; BlockGrad passes none; MakeLoss needs none."""
+    x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
+    y = x * w + x
+    sym = mx.sym.Group([mx.sym.MakeLoss(mx.sym.sum(y)), x, mx.sym.BlockGrad(y)])
+    ex = sym.simple_bind(mx.cpu(), x=(2, 3), w=(2, 3))
+    ex.arg_dict["x"][:] = 2.0
+    ex.arg_dict["w"][:] = 3.0
+    outs = ex.forward(is_train=True)
+    assert outs[1] is ex.arg_dict["x"]
+    ex.backward([None, mx.nd.ones((2, 3)), mx.nd.ones((2, 3))])
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.full((2, 3), 3.0 + 1 + 1))
+    np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), np.full((2, 3), 2.0))
+
+
+def test_two_arguments_sharing_one_gradient_entry_get_separate_arrays():
+    ex = mx.sym.elemwise_add(mx.sym.Variable("x"), mx.sym.Variable("w")).simple_bind(mx.cpu(), x=(2,), w=(2,))
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.array([1.0, 2.0]))
+    assert ex.grad_dict["x"] is not ex.grad_dict["w"]
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), [1, 2])
+    np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), [1, 2])
