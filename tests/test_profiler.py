@@ -1,0 +1,155 @@
+"""Profiler: configuration and state checks, engine ops recorded as Chrome-trace spans on named worker
+threads, the aggregate table (table/json, sorting, reset), pause/resume, user annotations."""
+import json
+import threading
+import time
+
+import pytest
+
+import mxref as mx
+from mxref import profiler
+from mxref.base import MXNetError
+from mxref.engine.threaded import ThreadedEnginePerDevice
+
+CPU = mx.cpu()
+
+
+@pytest.fixture
+def prof(tmp_path):
+    """A clean profiler writing into tmp_path; stopped and emptied afterwards."""
+    profiler._state.events.clear()
+    profiler.set_config(profile_all=True, filename=str(tmp_path / "profile.json"))
+    yield tmp_path / "profile.json"
+    profiler.set_state("stop")
+    profiler.resume()
+    profiler._state.events.clear()
+
+
+@pytest.fixture
+def eng():
+    e = ThreadedEnginePerDevice(use_ext=False, cpu_worker_nthreads=2)
+    yield e
+    e.stop()
+
+
+def _sleep_op(seconds):
+    return lambda rctx: time.sleep(seconds)
+
+
+def test_bad_config_and_state_raise():
+    """Unknown set_config arguments and unknown states raise MXNetError naming them."""
+    with pytest.raises(MXNetError, match="bogus"):
+        profiler.set_config(bogus=1)
+    with pytest.raises(MXNetError, match="'run' or 'stop'"):
+        profiler.set_state("go")
+    with pytest.raises(MXNetError, match="sort_by"):
+        profiler.dumps(sort_by="median")
+
+
+def test_trace_has_one_span_per_op_on_named_worker_threads(prof, eng):
+    """dump() writes {"traceEvents": [...]} with an "X" span per op and thread-name metadata;
+    two independent ops overlap in time on two different worker threads."""
+    profiler.set_state("run")
+    assert profiler.state() == "run"
+    eng.push_sync(_sleep_op(0.05), CPU, (), (eng.new_variable(),), name="left")
+    eng.push_sync(_sleep_op(0.05), CPU, (), (eng.new_variable(),), name="right")
+    eng.wait_for_all()
+    profiler.set_state("stop")
+    profiler.dump()
+    trace = json.loads(prof.read_text())
+    spans = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert {"left", "right"} <= set(spans)
+    left, right = spans["left"], spans["right"]
+    assert left["dur"] >= 40_000 and left["tid"] != right["tid"]                 # microseconds
+    assert left["ts"] < right["ts"] + right["dur"] and right["ts"] < left["ts"] + left["dur"]
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    assert {"cpu(0) worker 0", "cpu(0) worker 1"} <= names
+    procs = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    assert "cpu(0)" in procs
+
+
+def test_nothing_recorded_when_stopped_or_paused(prof, eng):
+    """No events while stopped or paused; recording resumes after resume()."""
+    eng.push_sync(lambda r: None, CPU, (), (eng.new_variable(),), name="before")
+    profiler.set_state("run")
+    profiler.pause()
+    eng.push_sync(lambda r: None, CPU, (), (eng.new_variable(),), name="paused")
+    eng.wait_for_all()
+    profiler.resume()
+    eng.push_sync(lambda r: None, CPU, (), (eng.new_variable(),), name="resumed")
+    eng.wait_for_all()
+    profiler.set_state("stop")
+    eng.push_sync(lambda r: None, CPU, (), (eng.new_variable(),), name="after")
+    eng.wait_for_all()
+    assert [e[1] for e in profiler._state.events] == ["resumed"]
+
+
+def test_dumps_table_json_sort_and_reset(prof, eng):
+    """dumps() aggregates count/total/min/max/avg per op; json has the same numbers; reset clears."""
+    profiler.set_state("run")
+    x = eng.new_variable()
+    for _ in range(3):
+        eng.push_sync(_sleep_op(0.002), CPU, (), (x,), name="slow_op")
+    eng.push_sync(lambda r: None, CPU, (), (x,), name="fast_op")
+    eng.wait_for_all()
+    profiler.set_state("stop")
+    table = profiler.dumps()
+    assert "operator" in table and "Total Count" in table
+    row = next(line for line in table.splitlines() if line.startswith("slow_op"))
+    assert row.split()[1] == "3" and float(row.split()[2]) >= 6.0
+    assert table.index("slow_op") < table.index("fast_op")                # sorted by total, descending
+    asc = profiler.dumps(sort_by="count", ascending=True)
+    assert asc.index("fast_op") < asc.index("slow_op")
+    stats = json.loads(profiler.dumps(format="json"))
+    slow = stats["Time"]["operator"]["slow_op"]
+    assert slow["Count"] == 3 and slow["Min"] <= slow["Avg"] <= slow["Max"]
+    assert stats["Unit"]["Time"] == "ms"
+    profiler.dumps(reset=True)
+    assert "slow_op" not in profiler.dumps()
+
+
+def test_user_annotations(prof):
+    """Domain tasks, frames and events are spans; markers are instants; counters are values."""
+    profiler.set_state("run")
+    dom = profiler.Domain("train")
+    with dom.new_task("epoch"):
+        time.sleep(0.001)
+    frame = dom.new_frame("step")
+    frame.start()
+    frame.stop()
+    dom.new_marker("checkpoint").mark()
+    counter = dom.new_counter("batches", 1)
+    counter += 2
+    profiler.set_state("stop")
+    profiler.dump()
+    events = json.loads(prof.read_text())["traceEvents"]
+    kinds = {(e["name"], e["ph"]) for e in events if e["ph"] != "M"}
+    assert {("epoch", "X"), ("step", "X"), ("checkpoint", "i"), ("batches", "C")} <= kinds
+    assert [e["args"]["batches"] for e in events if e["name"] == "batches"] == [1, 3]
+    assert counter.value == 3
+    with pytest.raises(MXNetError, match="stopped before it was started"):
+        profiler.Event("never").stop()
+
+
+def test_dump_finished_stops_recording(prof):
+    """dump(finished=True) writes the file and leaves the 'run' state."""
+    profiler.set_state("run")
+    profiler.dump(finished=True)
+    assert profiler.state() == "stop" and prof.exists()
+
+
+def test_continuous_dump_writes_periodically(prof):
+    """continuous_dump with dump_period rewrites the trace file while running."""
+    profiler.set_config(continuous_dump=True, dump_period=0.02)
+    try:
+        profiler.set_state("run")
+        deadline = time.time() + 5
+        while not prof.exists() and time.time() < deadline:
+            time.sleep(0.01)
+        assert prof.exists()
+    finally:
+        profiler.set_state("stop")
+        profiler.set_config(continuous_dump=False)
+        for t in threading.enumerate():
+            if t.name == "profiler dump":
+                t.join(2)
