@@ -1,0 +1,197 @@
+"""Gluon losses: each returns one value per sample (the mean over every axis but ``batch_axis``).
+
+All are HybridBlocks ``loss(pred, label, sample_weight=None)``; ``weight`` is a global scale and
+``sample_weight`` is broadcast-multiplied into the element-wise loss before the mean.
+"""
+from __future__ import annotations
+
+from numbers import Number
+
+from .. import ndarray as nd
+from ..base import MXNetError
+from .block import HybridBlock
+
+__all__ = ["Loss", "L1Loss", "L2Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
+           "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "HuberLoss", "HingeLoss",
+           "SquaredHingeLoss", "LogisticLoss"]
+
+
+def _apply_weighting(F, loss, weight=None, sample_weight=None):
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        if not isinstance(weight, Number):
+            raise MXNetError(f"Loss: weight must be a number, got {type(weight).__name__}")
+        loss = loss * weight
+    return loss
+
+
+def _reshape_like(F, x, y):
+    """``x`` in the shape of ``y`` (labels often come as ``(N,)`` for ``(N, 1)`` predictions)."""
+    return x.reshape(y.shape) if F is nd else F.reshape_like(x, y)
+
+
+class Loss(HybridBlock):
+    """Base class: keeps ``weight`` and ``batch_axis``."""
+
+    def __init__(self, weight, batch_axis: int, **kwargs):
+        super().__init__(**kwargs)
+        self._weight = weight
+        self._batch_axis = batch_axis
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
+
+    def _mean(self, F, loss):
+        return F.mean(loss, axis=self._batch_axis, exclude=True)
+
+
+class L2Loss(Loss):
+    """``0.5 * (label - pred)^2`` (``weight`` defaults to 1 and is halved)."""
+
+    def __init__(self, weight: float = 1.0, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.square(label - pred)
+        return self._mean(F, _apply_weighting(F, loss, self._weight / 2, sample_weight))
+
+
+class L1Loss(Loss):
+    """``|label - pred|``."""
+
+    def __init__(self, weight=None, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.abs(label - pred)
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    """``-(z log p + (1-z) log(1-p))`` with ``p = sigmoid(pred)``, computed stably from the logits
+    as ``max(x, 0) - x z + log(1 + exp(-|x|))``; ``from_sigmoid=True`` takes probabilities."""
+
+    def __init__(self, from_sigmoid: bool = False, weight=None, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_sigmoid = from_sigmoid
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None, pos_weight=None):
+        label = _reshape_like(F, label, pred)
+        if not self._from_sigmoid:
+            softplus = F.Activation(-F.abs(pred), act_type="softrelu")
+            if pos_weight is None:
+                loss = F.relu(pred) - pred * label + softplus
+            else:
+                log_weight = 1 + F.broadcast_mul(pos_weight - 1, label)
+                loss = pred - pred * label + log_weight * (softplus + F.relu(-pred))
+        else:
+            eps = 1e-12
+            if pos_weight is None:
+                loss = -(F.log(pred + eps) * label + F.log(1. - pred + eps) * (1. - label))
+            else:
+                loss = -(F.broadcast_mul(F.log(pred + eps) * label, pos_weight)
+                         + F.log(1. - pred + eps) * (1. - label))
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    """``-sum(label * log_softmax(pred))`` over ``axis``.
+
+    ``sparse_label=True`` (default): labels are class indices; else probability vectors.
+    ``from_logits=True``: ``pred`` is already a log-probability.
+    """
+
+    def __init__(self, axis: int = -1, sparse_label: bool = True, from_logits: bool = False, weight=None,
+                 batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._axis = axis
+        self._sparse_label = sparse_label
+        self._from_logits = from_logits
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        if self._sparse_label:
+            loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
+        else:
+            label = _reshape_like(F, label, pred)
+            loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class KLDivLoss(Loss):
+    """``label * (log(label) - pred)``, with ``pred`` a log-probability (``from_logits=True``, default)."""
+
+    def __init__(self, from_logits: bool = True, axis: int = -1, weight=None, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._axis = axis
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        loss = label * (F.log(label + 1e-12) - pred)
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+class HuberLoss(Loss):
+    """``0.5/rho * d^2`` where ``d = |label - pred| <= rho``, else ``d - 0.5 * rho``."""
+
+    def __init__(self, rho: float = 1, weight=None, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._rho = rho
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.abs(label - pred)
+        loss = F.where(loss > self._rho, loss - 0.5 * self._rho, (0.5 / self._rho) * F.square(loss))
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+class HingeLoss(Loss):
+    """``max(0, margin - pred * label)`` with labels in {-1, 1}."""
+
+    def __init__(self, margin: float = 1, weight=None, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.relu(self._margin - pred * label)
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+class SquaredHingeLoss(HingeLoss):
+    """``max(0, margin - pred * label)^2``."""
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        loss = F.square(F.relu(self._margin - pred * label))
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+class LogisticLoss(Loss):
+    """``log(1 + exp(-pred * label))``; ``label_format`` 'signed' ({-1, 1}) or 'binary' ({0, 1})."""
+
+    def __init__(self, weight=None, batch_axis: int = 0, label_format: str = "signed", **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        if label_format not in ("signed", "binary"):
+            raise ValueError(f"label_format can only be signed or binary, received {label_format}.")
+        self._label_format = label_format
+
+    def hybrid_forward(self, F, pred, label, sample_weight=None):
+        label = _reshape_like(F, label, pred)
+        if self._label_format == "binary":
+            label = 2 * label - 1
+        z = pred * label
+        loss = F.relu(-z) + F.Activation(-F.abs(z), act_type="softrelu")
+        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))

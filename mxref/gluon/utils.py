@@ -1,0 +1,72 @@
+"""Gluon helpers: split a batch across devices (``split_and_load``), ``clip_global_norm``, ``check_sha1``."""
+from __future__ import annotations
+
+import hashlib
+import warnings
+from typing import List, Sequence
+
+import numpy as np
+
+from .. import ndarray as nd
+from ..ndarray.ndarray import NDArray
+
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1"]
+
+
+def split_data(data: NDArray, num_slice: int, batch_axis: int = 0, even_split: bool = True) -> List[NDArray]:
+    """``data`` cut into ``num_slice`` pieces along ``batch_axis`` (the first pieces one longer when
+    uneven and ``even_split=False``)."""
+    size = data.shape[batch_axis]
+    if even_split and size % num_slice != 0:
+        raise ValueError(f"data with shape {data.shape} cannot be evenly split into {num_slice} slices "
+                         f"along axis {batch_axis}. Use a batch size that's multiple of {num_slice} or set "
+                         "even_split=False to allow uneven partitioning of data.")
+    each, extras = divmod(size, num_slice)
+    points = np.cumsum([0] + [each + 1] * extras + [each] * (num_slice - extras))
+    if batch_axis != 0:
+        return [nd.slice_axis(data, axis=batch_axis, begin=int(points[i]), end=int(points[i + 1]))
+                for i in range(num_slice)]
+    return [data[int(points[i]):int(points[i + 1])] for i in range(num_slice)]
+
+
+def split_and_load(data, ctx_list: Sequence, batch_axis: int = 0, even_split: bool = True) -> List[NDArray]:
+    """Split ``data`` along ``batch_axis`` and copy piece ``i`` to ``ctx_list[i]``."""
+    if not isinstance(data, NDArray):
+        data = nd.array(data, ctx=ctx_list[0])
+    if len(ctx_list) == 1:
+        return [data.as_in_context(ctx_list[0])]
+    slices = split_data(data, len(ctx_list), batch_axis, even_split)
+    return [s.as_in_context(c) for s, c in zip(slices, ctx_list)]
+
+
+def clip_global_norm(arrays: Sequence[NDArray], max_norm: float, check_isfinite: bool = True):
+    """Scale ``arrays`` in place so that their joint 2-norm is at most ``max_norm``.
+
+    Returns the norm before clipping (a float; an NDArray, without waiting, when
+    ``check_isfinite=False``).
+    """
+    if not arrays:
+        raise ValueError("clip_global_norm: arrays is empty")
+    ctx = arrays[0].context
+    squares = []
+    for a in arrays:
+        x = a.reshape((-1,))
+        squares.append(nd.dot(x, x).as_in_context(ctx))
+    total_norm = nd.sqrt(nd.add_n(*squares))
+    if check_isfinite and not np.isfinite(total_norm.asscalar()):
+        warnings.warn("nan or inf is detected. Clipping results will be undefined.", UserWarning,
+                      stacklevel=2)
+    scale = max_norm / (total_norm + 1e-8)
+    scale = nd.min(nd.concat(scale, nd.ones((1,), ctx=ctx), dim=0))
+    for a in arrays:
+        a *= scale.as_in_context(a.context)
+    return total_norm.asscalar() if check_isfinite else total_norm
+
+
+def check_sha1(filename: str, sha1_hash: str) -> bool:
+    """Whether the SHA-1 digest of the file's contents equals ``sha1_hash``."""
+    sha1 = hashlib.sha1()
+    with open(filename, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha1.update(chunk)
+    return sha1.hexdigest() == sha1_hash
