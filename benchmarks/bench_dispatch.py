@@ -6,7 +6,8 @@ MXNet 1.9.1 and PyTorch when their virtual environments exist; ratios are agains
 
     .venv/bin/python benchmarks/bench_dispatch.py [--n 20000] [--repeats 5]
 
-Every framework runs in its own subprocess, so one's threads never slow another.
+Every framework runs in its own subprocess, so one's threads never slow another; the driver
+takes one sample from each in turn, so load changes on a shared machine affect all alike.
 """
 from __future__ import annotations
 
@@ -28,18 +29,16 @@ TORCH_PY = "/work/venvs/torch213/bin/python"
 # Workers: each runs inside the framework's own interpreter and prints one JSON line.
 # ---------------------------------------------------------------------------------------------
 
-def _time_loops(make, add_loop, iadd_loop, sync, n: int, repeats: int) -> dict:
+def _sample(make, sync, n: int) -> dict:
+    """One timed run of each loop: microseconds per op, ending with a full wait."""
     result = {}
-    for name, loop in (("add", add_loop), ("iadd", iadd_loop)):
-        samples = []
-        for _ in range(repeats):
-            a, b = make()
-            sync()
-            t0 = time.perf_counter()
-            loop(a, b, n)
-            sync()
-            samples.append((time.perf_counter() - t0) / n * 1e6)
-        result[name] = statistics.median(samples)
+    for name, loop in (("add", _add_loop), ("iadd", _iadd_loop)):
+        a, b = make()
+        sync()
+        t0 = time.perf_counter()
+        loop(a, b, n)
+        sync()
+        result[name] = (time.perf_counter() - t0) / n * 1e6
     return result
 
 
@@ -53,42 +52,64 @@ def _iadd_loop(a, b, n):
         a += 1
 
 
-def worker(kind: str, n: int, repeats: int) -> dict:
+def _setup(kind: str):
+    """``(make, sync, info)`` for one framework: how to make two 10-element arrays and wait."""
     if kind == "mxref":
         sys.path.insert(0, ROOT)
         import mxref as mx
         from mxref._ext.loader import STATUS
-        res = _time_loops(lambda: (mx.nd.ones((10,)), mx.nd.ones((10,))), _add_loop, _iadd_loop,
-                          mx.nd.waitall, n, repeats)
-        res["engine"] = mx.engine.get().name
-        res["ext"] = {k: v[0] for k, v in STATUS.items()}
-        return res
+        mx.nd.ones((1,)).wait_to_read()        # start the engine before timing
+        info = {"engine": mx.engine.get().name, "ext": {k: v[0] for k, v in STATUS.items()}}
+        return (lambda: (mx.nd.ones((10,)), mx.nd.ones((10,)))), mx.nd.waitall, info
     if kind == "mxnet":
         import mxnet as mx
-        return _time_loops(lambda: (mx.nd.ones((10,)), mx.nd.ones((10,))), _add_loop, _iadd_loop,
-                           mx.nd.waitall, n, repeats)
+        return (lambda: (mx.nd.ones((10,)), mx.nd.ones((10,)))), mx.nd.waitall, {}
     if kind == "torch":
         import torch
         torch.set_num_threads(1)
-        return _time_loops(lambda: (torch.ones(10), torch.ones(10)), _add_loop, _iadd_loop,
-                           lambda: None, n, repeats)
+        return (lambda: (torch.ones(10), torch.ones(10))), (lambda: None), {}
     if kind == "numpy":
         import numpy as np
-        return _time_loops(lambda: (np.ones(10, np.float32), np.ones(10, np.float32)), _add_loop,
-                           _iadd_loop, lambda: None, n, repeats)
+        return (lambda: (np.ones(10, np.float32), np.ones(10, np.float32))), (lambda: None), {}
     raise SystemExit(f"unknown worker {kind}")
+
+
+def serve(kind: str, n: int) -> None:
+    """Worker loop: print the setup info, then one JSON sample per input line until EOF."""
+    make, sync, info = _setup(kind)
+    _sample(make, sync, max(n // 10, 1))         # warm-up
+    print(json.dumps(info), flush=True)
+    for _ in sys.stdin:
+        print(json.dumps(_sample(make, sync, n)), flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Driver
 # ---------------------------------------------------------------------------------------------
 
-def run_worker(python: str, kind: str, env: dict, n: int, repeats: int):
-    cmd = [python, os.path.abspath(__file__), "--worker", kind, "--n", str(n), "--repeats", str(repeats)]
-    proc = subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        return None, proc.stderr.strip().splitlines()[-1:] or ["failed"]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), None
+class Worker:
+    """A framework in its own interpreter, producing one sample per request."""
+
+    def __init__(self, python: str, kind: str, env: dict, n: int):
+        cmd = [python, os.path.abspath(__file__), "--worker", kind, "--n", str(n)]
+        self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(self.proc.stderr.read().strip().splitlines()[-1:] or "failed to start")
+        self.info = json.loads(line)
+
+    def sample(self) -> dict:
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(self.proc.stderr.read().strip().splitlines()[-1:] or "worker died")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def main() -> None:
@@ -98,7 +119,7 @@ def main() -> None:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.n, args.repeats)))
+        serve(args.worker, args.n)
         return
     me = sys.executable
     rows = [
@@ -110,26 +131,34 @@ def main() -> None:
         ("PyTorch (1 thread)", TORCH_PY, "torch", {}),
         ("numpy", me, "numpy", {}),
     ]
-    results = {}
-    print(f"{args.n} ops per loop, median of {args.repeats} repeats, microseconds per op\n")
-    print(f"{'':32s} {'c = a + b':>10s} {'a += 1':>10s}   {'vs MXNet (add / iadd)':>22s}")
+    workers, samples = {}, {}
     for label, python, kind, env in rows:
         if not os.path.exists(python):
-            print(f"{label:32s} {'skipped: ' + python + ' not found'}")
+            print(f"{label}: skipped ({python} not found)")
             continue
-        res, err = run_worker(python, kind, env, args.n, args.repeats)
-        if res is None:
-            print(f"{label:32s} failed: {err}")
-            continue
-        results[label] = res
-        ref = results.get("MXNet 1.9.1")
-        ratio = f"{res['add'] / ref['add']:9.2f}x / {res['iadd'] / ref['iadd']:.2f}x" if ref else ""
-        print(f"{label:32s} {res['add']:10.2f} {res['iadd']:10.2f}   {ratio:>22s}")
-    ref = results.get("MXNet 1.9.1")
-    if ref:
-        print("\nratios against MXNet 1.9.1 measured in this run (below 1 = faster than MXNet):")
-        for label, res in results.items():
-            print(f"  {label:32s} add {res['add'] / ref['add']:6.2f}   iadd {res['iadd'] / ref['iadd']:6.2f}")
+        try:
+            workers[label] = Worker(python, kind, env, args.n)
+            samples[label] = []
+        except RuntimeError as exc:
+            print(f"{label}: failed to start: {exc}")
+    # Round-robin: one sample of each framework per round, so load changes on a shared machine
+    # hit every framework alike and the ratios stay meaningful.
+    for _ in range(args.repeats):
+        for label, w in workers.items():
+            samples[label].append(w.sample())
+    for w in workers.values():
+        w.close()
+    print(f"{args.n} ops per loop, median of {args.repeats} interleaved repeats, microseconds per op\n")
+    print(f"{'':30s} {'c = a + b':>10s} {'a += 1':>10s}   {'add / iadd vs MXNet':>20s}")
+    med = {label: {k: statistics.median(s[k] for s in ss) for k in ("add", "iadd")}
+           for label, ss in samples.items()}
+    ref = med.get("MXNet 1.9.1")
+    for label, res in med.items():
+        ratio = f"{res['add'] / ref['add']:.2f}x / {res['iadd'] / ref['iadd']:.2f}x" if ref else ""
+        print(f"{label:30s} {res['add']:10.2f} {res['iadd']:10.2f}   {ratio:>20s}")
+    for label, w in workers.items():
+        if w.info:
+            print(f"  {label}: {w.info}")
 
 
 if __name__ == "__main__":
