@@ -1,0 +1,98 @@
+"""An engine that runs the algorithms over one ``Link``: shared by the mpi and local engines."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from ..base import MXNetError
+from . import algorithms
+from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, reducer
+
+# Measured with benchmarks/bench_allreduce.py (docs/benchmarks.md "## Collective"): above this many
+# elements the ring's lower bytes-per-rank beats the tree's fewer message latencies.
+DEFAULT_RING_MINCOUNT = 1 << 15
+DEFAULT_CHUNK_BYTES = 1 << 18
+
+_DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
+                ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                 "float16", "float32", "float64")}
+
+
+def _describe(row) -> str:
+    count, dtype, op = (int(x) for x in row[:3])
+    return f"count={count}, dtype={_DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}"
+
+
+class LinkEngine(Engine):
+    """Allreduce/broadcast over a ``Link`` with agreement checks; checkpoints kept in memory only.
+
+    Parameters
+    ----------
+    link : Link
+        The point-to-point transport.
+    check : bool
+        Before each collective, verify that all ranks pass the same count, dtype and op (one tiny
+        tree allreduce), so a mismatch is an error naming the ranks instead of a hang.
+        ``MXREF_COLLECTIVE_CHECK=0`` turns it off.
+    ring_mincount : int
+        Buffers with more elements use the ring, smaller ones the tree
+        (``MXREF_COLLECTIVE_RING_MINCOUNT``).
+    """
+
+    def __init__(self, link: Link, check: bool = True, ring_mincount: Optional[int] = None,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+        self.link = link
+        self.rank, self.world_size = link.rank, link.world_size
+        self.check = check and os.environ.get("MXREF_COLLECTIVE_CHECK", "1") != "0"
+        env_count = os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT")
+        self.ring_mincount = int(ring_mincount if ring_mincount is not None
+                                 else env_count or DEFAULT_RING_MINCOUNT)
+        self.chunk_bytes = chunk_bytes
+        self.seqno = 0   # collectives since the last checkpoint, as Rabit's seq_counter
+        self._ckpt = InMemoryCheckpoints()
+
+    def allreduce(self, buf: np.ndarray, op: int, prepare_fun: Optional[Callable[[], None]] = None) -> None:
+        if prepare_fun is not None:
+            prepare_fun()
+        if self.check:
+            algorithms.check_agreement(self.link, "allreduce", ("count", "dtype", "op"),
+                                       (buf.size, buf.dtype.num, op), _describe)
+        fold = reducer(op, buf.dtype)
+        algorithms.allreduce(self.link, buf, fold, self.ring_mincount, self.chunk_bytes)
+        self.seqno += 1
+
+    def _check_root(self, root: int) -> None:
+        if not 0 <= root < self.world_size:
+            raise MXNetError(f"broadcast: root {root} is not a rank of this job "
+                             f"(world size {self.world_size})")
+
+    def broadcast(self, obj: Any, root: int) -> Any:
+        self._check_root(root)
+        if self.check:
+            algorithms.check_agreement(self.link, "broadcast", ("root",), (root,))
+        out = algorithms.broadcast_object(self.link, obj, root)
+        self.seqno += 1
+        return out
+
+    def broadcast_array(self, buf: np.ndarray, root: int) -> None:
+        self._check_root(root)
+        if self.check:
+            algorithms.check_agreement(self.link, "broadcast", ("count", "dtype", "root"),
+                                       (buf.size, buf.dtype.num, root))
+        algorithms.tree_broadcast(self.link, buf, root, self.chunk_bytes)
+        self.seqno += 1
+
+    def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
+        self._ckpt.store(global_model, local_model, lazy)
+        self.seqno = 0
+
+    def load_checkpoint(self) -> Tuple[int, Any, Any]:
+        return self._ckpt.load()
+
+    def version_number(self) -> int:
+        return self._ckpt.version
+
+    def shutdown(self) -> None:
+        self.link.close()

@@ -1,0 +1,124 @@
+"""The local engine: ranks are threads of one process and messages go through queues (for unit tests)."""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..base import MXNetError
+from .base import Link, register
+from .link_engine import LinkEngine
+
+
+class PeerFailed(MXNetError):
+    """Another rank of a local world raised; this one stops instead of waiting forever."""
+
+
+class LocalWorld:
+    """The shared state of one thread world: a FIFO per (sender, receiver) pair and a failure flag."""
+
+    def __init__(self, world_size: int, timeout: float = 60.0) -> None:
+        if world_size < 1:
+            raise MXNetError(f"run_local: world_size must be >= 1, got {world_size}")
+        self.world_size = world_size
+        self.timeout = timeout
+        self.queues: Dict[Tuple[int, int], queue.Queue] = {
+            (s, d): queue.Queue() for s in range(world_size) for d in range(world_size)}
+        self.failed: Optional[int] = None
+
+    def fail(self, rank: int) -> None:
+        if self.failed is None:
+            self.failed = rank
+
+
+class LocalLink(Link):
+    """Sends copy the buffer into the receiver's queue, so a send never blocks (no ring deadlock)."""
+
+    def __init__(self, world: LocalWorld, rank: int) -> None:
+        if not 0 <= rank < world.world_size:
+            raise MXNetError(f"local engine: rank {rank} outside world of size {world.world_size}")
+        self.world, self.rank, self.world_size = world, rank, world.world_size
+
+    def send(self, peer: int, buf: np.ndarray) -> None:
+        self.world.queues[(self.rank, peer)].put(buf.copy())
+
+    def recv(self, peer: int, buf: np.ndarray) -> None:
+        q = self.world.queues[(peer, self.rank)]
+        deadline = time.monotonic() + self.world.timeout
+        while True:
+            if self.world.failed is not None:
+                raise PeerFailed(f"local engine: rank {self.world.failed} failed; rank {self.rank} stops")
+            try:
+                got = q.get(timeout=0.05)
+                break
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise MXNetError(f"local engine: rank {self.rank} waited {self.world.timeout}s "
+                                     f"for a message from rank {peer}") from None
+        if got.nbytes != buf.nbytes or got.dtype != buf.dtype:
+            raise MXNetError(f"local engine: rank {self.rank} expected {buf.size} x {buf.dtype} from rank "
+                             f"{peer}, got {got.size} x {got.dtype}")
+        buf[...] = got
+
+    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray) -> None:
+        self.send(send_peer, send_buf)
+        self.recv(recv_peer, recv_buf)
+
+
+@register("local")
+class LocalEngine(LinkEngine):
+    """One rank of a thread world; ``collective.init`` binds it to the calling thread only."""
+    thread_local = True
+
+    def __init__(self, world: Optional[LocalWorld] = None, rank: int = 0, **kwargs: Any) -> None:
+        super().__init__(LocalLink(world or LocalWorld(1), rank), **kwargs)
+
+
+def run_local(world_size: int, fn: Callable[..., Any], *args: Any, engine: str = "local",
+              timeout: float = 60.0, **engine_kw: Any) -> List[Any]:
+    """Run ``fn(*args)`` on ``world_size`` threads, each initialised as one rank; return the results.
+
+    Inside ``fn`` the module-level API (``collective.allreduce`` ...) refers to the thread's rank.
+    If a rank raises, the others stop at their next receive and the first error is re-raised here.
+
+    Examples
+    --------
+    >>> from mxref import collective
+    >>> def work():
+    ...     a = np.array([collective.get_rank() + 1.0])
+    ...     collective.allreduce(a, collective.SUM)
+    ...     return a[0]
+    >>> run_local(3, work)
+    [6.0, 6.0, 6.0]
+    """
+    from . import finalize, init  # the API module; imported here to keep base modules acyclic
+    world = LocalWorld(world_size, timeout)
+    results: List[Any] = [None] * world_size
+    errors: Dict[int, BaseException] = {}
+
+    def body(rank: int) -> None:
+        try:
+            init(engine, world=world, rank=rank, **engine_kw)
+            results[rank] = fn(*args)
+        except BaseException as exc:   # noqa: B036 - reported to the caller below
+            errors[rank] = exc
+            world.fail(rank)
+        finally:
+            finalize()
+
+    threads = [threading.Thread(target=body, args=(r,), name=f"collective-rank{r}", daemon=True)
+               for r in range(world_size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 5)
+    if any(t.is_alive() for t in threads):
+        raise MXNetError(f"run_local: ranks still running after {timeout}s")
+    if errors:
+        # The root cause is the error that is not a consequence of another rank failing.
+        first = sorted(errors, key=lambda r: (isinstance(errors[r], PeerFailed), r))[0]
+        raise errors[first]
+    return results
