@@ -42,6 +42,8 @@ def reduction_pool() -> Tuple[ThreadPoolExecutor, int]:
     n = max(1, env_int("MXNET_KVSTORE_REDUCTION_NTHREADS", 4))
     with _pool_lock:
         if _pool is None or _pool._max_workers != n:
+            if _pool is not None:
+                _pool.shutdown(wait=False)    # the flag changed: its idle threads just exit
             _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="kvstore reduce")
         return _pool, n
 
