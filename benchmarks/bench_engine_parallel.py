@@ -110,7 +110,8 @@ def main() -> None:
         print(f"  {k:<16} {v * 1000:8.1f} ms   (runs: {', '.join(f'{s * 1000:.0f}' for s in results[k])})")
     for system in ("mxref", "mxnet"):
         if f"{system} naive" in med:
-            print(f"  {system} speedup threaded/naive: {med[f'{system} naive'] / med[f'{system} threaded']:.2f}x")
+            ratio = med[f"{system} naive"] / med[f"{system} threaded"]
+            print(f"  {system} speedup threaded/naive: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

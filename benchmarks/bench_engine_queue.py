@@ -70,7 +70,8 @@ def main() -> None:
         return statistics.median(f(*a) for _ in range(args.repeats))
 
     print(f"median of {args.repeats} runs, n={args.n}, microseconds per op")
-    rows = [("core push+complete (2 reads, 1 write)", med(bench_core, py, args.n), med(bench_core, cy, args.n)),
+    rows = [("core push+complete (2 reads, 1 write)", med(bench_core, py, args.n),
+             med(bench_core, cy, args.n)),
             ("blocking FIFO push+pop", med(bench_queue, py, args.n), med(bench_queue, cy, args.n)),
             ("engine push_sync..wait_for_all (2 workers)", med(bench_engine, False, args.n // 2),
              med(bench_engine, True, args.n // 2))]
