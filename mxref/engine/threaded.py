@@ -25,9 +25,11 @@ what let two independent chains overlap on two cores; more workers than cores on
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
+import weakref
 from typing import Callable, Dict, Optional
 
 from .. import profiler as _profiler
@@ -59,6 +61,7 @@ _GPU_PRIO = int(FnProperty.GPU_PRIORITIZED)
 _COPIES = (int(FnProperty.COPY_FROM_GPU), int(FnProperty.COPY_TO_GPU))
 _SKIP_EXEMPT = frozenset(int(p) for p in SKIP_EXEMPT)
 _prof = _profiler._state
+_ENGINES: "weakref.WeakSet[ThreadedEnginePerDevice]" = weakref.WeakSet()
 
 
 class _WorkerGroup:
@@ -135,6 +138,7 @@ class ThreadedEnginePerDevice(Engine):
         self._bulk = BulkStatus()
         self._bulkers = 0                         # threads with a bulk size > 0: skip TLS when 0
         self._on_complete = self._complete
+        _ENGINES.add(self)
         if env_bool("MXNET_ENGINE_INFO", False):
             sys.stderr.write(f"[mxref engine] {self.describe()}\n")
 
@@ -367,8 +371,26 @@ class ThreadedEnginePerDevice(Engine):
         for group in groups:
             group.stop()
 
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread survives a fork: forget the parent's workers, queues and pending
+        # ops (they cannot complete here); the child starts fresh workers on its first push.
+        self._groups, self._cpu_fifo = {}, {}
+        self._group_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._sleepers = 0
+        self._pending = self.core.PendingCounter()
+
     def describe(self) -> dict:
         """Engine type, active core (cython/python), thread counts, running groups, bound."""
         return {"type": self.name, "core": self.core.IMPLEMENTATION, **{f"{k}_nthreads": v for k, v in
                 self.nthreads.items()}, "max_pending": self.max_pending,
                 "groups": sorted(g.name for g in self._groups.values())}
+
+
+def _reset_engines_in_child() -> None:
+    for eng in list(_ENGINES):
+        eng._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_engines_in_child)

@@ -219,3 +219,24 @@ def test_stop_drains_and_engine_restarts(threaded):
     threaded.push_sync(lambda r: log.append("again"), CPU, (), (x,))
     threaded.wait_for_var(x)
     assert log[-1] == "again"
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_engine_works_in_forked_child(threaded):
+    """A forked child (e.g. a data-loader worker) gets fresh workers instead of the parent's dead ones."""
+    import os
+    x = threaded.new_variable()
+    threaded.push_sync(lambda r: None, CPU, (), (x,))
+    threaded.wait_for_all()
+    pid = os.fork()
+    if pid == 0:                                    # child: run one op and report through the exit code
+        code = 1
+        try:
+            box = []
+            threaded.push_sync(lambda r: box.append(threading.current_thread().name), CPU, (), (x,))
+            threaded.wait_for_var(x)
+            code = 0 if box and box[0].startswith("cpu(0) worker") else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
