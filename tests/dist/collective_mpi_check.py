@@ -1,0 +1,76 @@
+"""Run under mpiexec: the mpi engine's ring and tree allreduce and broadcast against MPI's own.
+
+    mpiexec -launcher fork -iface lo -n 4 python tests/dist/collective_mpi_check.py
+Prints ``rank R OK`` per rank and exits non-zero on the first disagreement.
+"""
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+from mxref import collective
+from mxref.base import MXNetError
+
+comm = MPI.COMM_WORLD
+rank, world = comm.Get_rank(), comm.Get_size()
+MPI_OPS = {collective.SUM: MPI.SUM, collective.MAX: MPI.MAX, collective.MIN: MPI.MIN,
+           collective.PROD: MPI.PROD, collective.BITOR: MPI.BOR}
+DTYPES = ["float32", "float64", "int8", "int64", "uint32"]
+SIZES = [0, 1, world + 1, 4099]
+
+
+def data(n, dtype, seed, r):
+    rng = np.random.default_rng(seed * 100 + r)
+    lo = -3 if np.dtype(dtype).kind in "if" else 0
+    return rng.integers(lo, 4, n).astype(dtype)
+
+
+def main():
+    for algo, mincount in (("ring", 0), ("tree", 1 << 40)):
+        collective.init("mpi", ring_mincount=mincount)
+        assert collective.get_rank() == rank and collective.get_world_size() == world
+        seed = 0
+        for dtype in DTYPES:
+            ops = [collective.SUM, collective.MAX, collective.MIN, collective.PROD]
+            ops += [collective.BITOR] if np.dtype(dtype).kind in "iu" else []
+            for op in ops:
+                for n in SIZES:
+                    seed += 1
+                    mine = data(n, dtype, seed, rank)
+                    want = np.empty_like(mine)
+                    comm.Allreduce(mine, want, op=MPI_OPS[op])
+                    collective.allreduce(mine, op)
+                    if mine.tobytes() != want.tobytes():
+                        sys.exit(f"rank {rank} {algo}: {dtype} op={op} n={n} differs from MPI.Allreduce")
+        # Inexact float sums: close to MPI's and identical on every rank.
+        x = np.random.default_rng(rank).standard_normal(10007)
+        want = np.empty_like(x)
+        comm.Allreduce(x, want)
+        collective.allreduce(x, "sum")
+        np.testing.assert_allclose(x, want, rtol=1e-12, atol=1e-12)
+        everyone = comm.allgather(x.tobytes())
+        assert all(b == everyone[0] for b in everyone), "ranks disagree bitwise"
+        for root in range(world):
+            b = np.arange(1000.0) * (rank + 1)
+            ref = b.copy()
+            comm.Bcast(ref, root=root)
+            collective.broadcast(b, root)
+            assert b.tobytes() == ref.tobytes()
+            obj = collective.broadcast({"from": rank, "payload": list(range(rank))}, root)
+            assert obj == {"from": root, "payload": list(range(root))}
+        if world > 1:   # bad input: errors that name the ranks, on every rank, no hang
+            try:
+                collective.allreduce(np.zeros(5 if rank == world - 1 else 6), "sum")
+                sys.exit(f"rank {rank}: mismatched counts were not detected")
+            except MXNetError as exc:
+                assert f"ranks [{world - 1}] disagree" in str(exc), str(exc)
+            try:
+                collective.allreduce(np.zeros(6, np.int32 if rank == 0 else np.int64), "sum")
+                sys.exit(f"rank {rank}: mismatched dtypes were not detected")
+            except MXNetError as exc:
+                assert "disagree" in str(exc) and "dtype=int32" in str(exc), str(exc)
+        collective.finalize()
+    print(f"rank {rank} OK", flush=True)
+
+
+main()
