@@ -531,8 +531,11 @@ class HybridBlock(Block):
         return entry
 
     def _call_cached_op(self, *args):
+        flat, fmt = _flatten(args, "input")
+        if self._cached_graph and fmt != self._in_format and not isinstance(self, SymbolBlock):
+            self._clear_cached_op()     # another input structure (a list of states, None): retrace
         self._get_graph(*args)
-        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        flat = [a for a in flat if a is not None]
         ctx = flat[0].context
         if not self._params_ready:
             try:

@@ -96,7 +96,9 @@ def infer_shape(p, in_shapes):
     for k in range(2, len(ins)):
         ins[k] = merge_shape("RNN", _arguments(p)[k], ins[k], (L * nd, d[1], h))
     outs = [(d[0], d[1], nd * h)] + [(L * nd, d[1], h)] * (len(_outputs(p)) - 2)
-    return ins, outs + [(L - 1, d[0], d[1], nd * h)]
+    # NOTE: at least one mask row even for one layer: a 0 dimension reads as "unknown" to the
+    # executor's shape check (MXNet 1.x convention); the spare row is never used.
+    return ins, outs + [(max(L - 1, 1), d[0], d[1], nd * h)]
 
 
 def _sig(x):
@@ -167,7 +169,8 @@ def _forward_all(octx, p, x, flat, h0, c0, mask=None, keep_cache=False):
     nd, L, mode = 2 if p["bidirectional"] else 1, p["num_layers"], p["mode"]
     weights = unpack(p, flat, x.shape[2])
     hy, cy = np.empty_like(h0), np.empty_like(h0)
-    masks = mask if mask is not None else np.ones((L - 1,) + x.shape[:2] + (nd * p["state_size"],), x.dtype)
+    masks = mask if mask is not None else np.ones((max(L - 1, 1),) + x.shape[:2] + (nd * p["state_size"],),
+                                                  x.dtype)
     caches, inputs, xs = [], [], x
     for layer in range(L):
         outs = []
