@@ -1,0 +1,339 @@
+"""The parameter server: holds key parts, merges pushes, applies updates, answers pulls.
+
+A server process runs ``Server(...).run()`` from inside ``mx.kv.create('dist_*')`` and never
+returns to user code (MXNet's ``KVStoreDistServer``). Three kinds of threads:
+
+* the communication thread (``comm.py``) receives every request and hands it on;
+* ``MXREF_KV_SERVER_THREADS`` update threads (default 4), each owning the key parts whose hash
+  falls on it, so one key's messages are handled in arrival order while different keys merge
+  and update in parallel (MXNet runs every update on one thread: complaint 4);
+* a control thread for barriers, ``DONE`` notices, updaters and compression settings.
+
+Consistency, per key part (``mode`` comes with the key's INIT from worker 0):
+
+``sync``   pushes are summed; the acknowledgements are withheld until every *active* worker
+           has pushed once, then the update (or, without an updater, replacement by the sum) is
+           applied and everyone is acknowledged. A worker pulls only after its push was
+           acknowledged (the worker's engine orders it), so it sees the finished round.
+``async``  each push is applied on arrival and acknowledged at once.
+``ssp``    (bounded delay ``tau``) each push is applied on arrival, but a push that makes its
+           worker more than ``tau`` pushes ahead of the slowest active worker on that key is
+           acknowledged only once the slowest catches up; the worker cannot push or pull the key
+           meanwhile, so no pull sees a value missing more than ``tau`` clocks of anyone.
+
+A worker that finishes sends ``DONE``; from then on rounds, barriers and clocks count only the
+workers still active, which is how workers with unequal numbers of batches all finish. A round
+or a barrier open longer than ``MXREF_KV_TIMEOUT`` fails with an error naming the workers that
+never came. The server exits when every worker is done.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import threading
+import time
+import zlib
+from collections import deque
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from ...base import env_int
+from ..compression import GradientCompression
+from .comm import Cmd, Comm, Message, kv_timeout
+from .roles import Roles
+
+__all__ = ["Server", "server_threads"]
+
+
+def server_threads() -> int:
+    """``MXREF_KV_SERVER_THREADS``: update threads per server (default ``min(4, cpu count)``)."""
+    return max(1, env_int("MXREF_KV_SERVER_THREADS", min(4, os.cpu_count() or 1)))
+
+
+class _KeyPart:
+    """One key part on this server: its value, and the state of its open round or clocks."""
+
+    def __init__(self, key, shape, dtype, mode: str, tau: int, workers):
+        from ... import ndarray as nd  # noqa: PLC0415 - the server builds NDArrays only once running
+        self.key = key                   # (store id, user key, part index)
+        self.mode, self.tau = mode, tau
+        self.stored = nd.empty(shape, dtype=dtype)     # the value, an NDArray for updaters
+        self.merged = nd.empty(shape, dtype=dtype)     # the round's sum / the arriving gradient
+        self.nbytes = self.stored.size * self.stored._dtype.itemsize
+        self.contrib: set = set()        # sync: workers that pushed in the open round
+        self.acks: List[Tuple[int, int]] = []          # sync: (src, rid) waiting for the round
+        self.opened = 0.0
+        self.backlog: Dict[int, deque] = {}            # sync: a worker's next-round pushes
+        self.clock = dict.fromkeys(workers, 0)         # ssp/async: pushes applied per worker
+        self.held: List[Tuple[int, int, int, float]] = []   # ssp: (clock, src, rid, since)
+
+
+class Server:
+    """The server loop of one server rank.
+
+    Parameters
+    ----------
+    comm : Comm-less mpi4py communicator
+        The store's duplicate of ``COMM_WORLD``.
+    roles : Roles
+        This process's role (a server).
+    """
+
+    def __init__(self, mpi_comm, roles: Roles):
+        self.roles = roles
+        self.comm = Comm(mpi_comm, roles, self._dispatch)
+        workers = range(roles.num_servers, roles.world_size)      # MPI ranks of the workers
+        self.nthreads = server_threads()
+        self._shards = [queue.SimpleQueue() for _ in range(self.nthreads)]
+        self._control: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._parts: Dict = {}
+        self._workers = list(workers)
+        self._active_ctrl = set(workers)            # the control thread's view
+        self._arrived: Dict[int, int] = {}          # barrier: worker -> rid
+        self._barrier_opened = 0.0
+        self._updaters: Dict[int, object] = {}      # store id -> updater
+        self._compression: Dict[int, GradientCompression] = {}
+        self._finished = threading.Event()
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Serve until every worker has sent DONE."""
+        from ... import engine  # noqa: PLC0415
+        # NOTE: updates run synchronously on the update threads (numpy releases the GIL), so
+        # several keys really update at once; a threaded engine would funnel them through its
+        # single CPU worker.
+        engine.set_engine("NaiveEngine")
+        threads = [threading.Thread(target=self._shard_loop, args=(i,), daemon=True,
+                                    name=f"kvstore server update {i}") for i in range(self.nthreads)]
+        threads.append(threading.Thread(target=self._control_loop, daemon=True,
+                                        name="kvstore server control"))
+        for t in threads:
+            t.start()
+        self.comm.start()
+        while not self._finished.wait(0.2):
+            if self.comm.broken is not None:
+                break
+        for q in self._shards:
+            q.put(None)
+        self._control.put(None)
+        for t in threads:
+            t.join(10.0)
+        self.comm.stop()
+
+    def _dispatch(self, msg: Message) -> None:
+        """On the communication thread: route a request to its update thread or to control."""
+        if msg.cmd in (Cmd.INIT, Cmd.PUSH, Cmd.PULL):
+            self._shards[zlib.crc32(repr(msg.key).encode()) % self.nthreads].put(msg)
+        else:
+            self._control.put(msg)
+
+    def _reply(self, src: int, rid: int, key=None, data=None) -> None:
+        self.comm.post(src, Cmd.REPLY, rid, key, None, data)
+
+    def _error(self, src: int, rid: int, key, text: str) -> None:
+        self.comm.post(src, Cmd.ERROR, rid, key, {"msg": text})
+
+    # -- control ---------------------------------------------------------------------------------
+    def _control_loop(self) -> None:
+        while True:
+            try:
+                msg = self._control.get(timeout=0.2)
+            except queue.Empty:
+                msg = False
+            if msg is None:
+                return
+            if msg:
+                self._control_message(msg)
+            self._check_barrier(time.monotonic())
+
+    def _control_message(self, msg: Message) -> None:
+        if msg.cmd == Cmd.BARRIER:
+            if not self._arrived:
+                self._barrier_opened = time.monotonic()
+            self._arrived[msg.src] = msg.rid
+        elif msg.cmd == Cmd.DONE:
+            self._active_ctrl.discard(msg.src)
+            for q in self._shards:
+                q.put(("done", msg.src))
+            self._reply(msg.src, msg.rid)
+            if not self._active_ctrl:
+                self._finished.set()
+        elif msg.cmd == Cmd.SET_UPDATER:
+            try:
+                self._updaters[msg.key] = pickle.loads(msg.data.tobytes())
+            except Exception as exc:  # noqa: BLE001 - reported to the worker that sent it
+                self._error(msg.src, msg.rid, None, f"cannot unpickle the updater: {exc!r}")
+                return
+            self._reply(msg.src, msg.rid)
+        elif msg.cmd == Cmd.SET_COMPRESSION:
+            self._compression[msg.key] = GradientCompression.parse(msg.meta)
+            self._reply(msg.src, msg.rid)
+        else:
+            self._error(msg.src, msg.rid, msg.key, f"unknown command {msg.cmd!r}")
+
+    def _check_barrier(self, now: float) -> None:
+        if not self._arrived:
+            return
+        if self._active_ctrl <= set(self._arrived):
+            for src, rid in self._arrived.items():
+                self._reply(src, rid)
+            self._arrived = {}
+        elif now - self._barrier_opened > kv_timeout():
+            missing = sorted(self._active_ctrl - set(self._arrived))
+            text = (f"barrier: {', '.join(self.roles.name(m) for m in missing)} did not arrive within "
+                    f"MXREF_KV_TIMEOUT={kv_timeout():g}s")
+            for src, rid in self._arrived.items():
+                self._error(src, rid, None, text)
+            self._arrived = {}
+
+    # -- update threads --------------------------------------------------------------------------
+    def _shard_loop(self, index: int) -> None:
+        mine: List[_KeyPart] = []
+        active = set(self._workers)
+        while True:
+            try:
+                item = self._shards[index].get(timeout=0.2)
+            except queue.Empty:
+                item = False
+            if item is None:
+                return
+            if isinstance(item, tuple):              # ("done", worker)
+                active.discard(item[1])
+                for kp in mine:
+                    self._progress(kp, active)
+            elif item:
+                try:
+                    self._handle(item, active, mine)
+                except Exception as exc:  # noqa: BLE001 - the worker gets the message, we go on
+                    self._error(item.src, item.rid, item.key, f"{type(exc).__name__}: {exc}")
+            self._check_rounds(mine, active, time.monotonic())
+
+    def _handle(self, msg: Message, active: set, mine: List[_KeyPart]) -> None:
+        key = msg.key
+        if msg.cmd == Cmd.INIT:
+            m = msg.meta
+            if key in self._parts:
+                raise ValueError(f"key part {key!r} initialised twice")
+            kp = self._parts[key] = _KeyPart(key, tuple(m["shape"]), np.dtype(m["dtype"]),
+                                            m["mode"], m["tau"], self._workers)
+            mine.append(kp)
+            kp.stored._data()[...] = self._as_array(kp, msg, compressed=False)
+            self._reply(msg.src, msg.rid)
+            return
+        kp = self._parts.get(key)
+        if kp is None:
+            raise KeyError(f"key part {key!r} was never initialised on this server (worker 0 "
+                           "initialises keys; call kv.init on every worker, in the same order)")
+        if msg.cmd == Cmd.PULL:
+            value = kp.stored._data()
+            # NOTE: in sync mode the value cannot change while this reply is sent: the next round
+            # needs the puller's own push, which its engine issues only after this pull. The
+            # other modes update on arrival, so they send a snapshot.
+            self._reply(msg.src, msg.rid, key, value if kp.mode == "sync" else value.copy())
+        elif kp.mode == "sync":
+            self._push_sync(kp, msg, active)
+        else:
+            self._push_async(kp, msg, active)
+
+    def _as_array(self, kp: _KeyPart, msg: Message, compressed: bool) -> np.ndarray:
+        """The message's data as an array of the key part's shape and dtype."""
+        shape, dtype = kp.stored.shape, kp.stored._dtype
+        if compressed:
+            gc = self._compression.get(kp.key[0])
+            if gc is None:
+                raise ValueError("compressed push but no compression was set on this store")
+            out = np.empty(shape, dtype)
+            return gc.dequantize(msg.data.view(np.float32), out)
+        nbytes = 0 if msg.data is None else msg.data.size
+        if nbytes != kp.nbytes:
+            raise ValueError(f"key {kp.key[1]!r} part {kp.key[2]} holds {kp.nbytes} bytes "
+                             f"({shape}, {dtype.name}), the push sent {nbytes}")
+        return (msg.data if nbytes else np.empty(0, np.uint8)).view(dtype).reshape(shape)
+
+    def _apply(self, kp: _KeyPart, grad: np.ndarray, replace: bool) -> None:
+        """``stored = updater(grad, stored)``; without an updater, ``stored = grad``."""
+        updater = self._updaters.get(kp.key[0])
+        if updater is None:
+            if not replace:
+                raise ValueError("Updater needs to be set for async mode (call kv.set_optimizer "
+                                 "before the first push)")
+            np.copyto(kp.stored._data(), grad)
+            return
+        if grad is not kp.merged._data():
+            np.copyto(kp.merged._data(), grad)
+        updater(kp.key[1], kp.merged, kp.stored)
+        kp.stored.wait_to_read()
+
+    def _push_sync(self, kp: _KeyPart, msg: Message, active: set) -> None:
+        if msg.src in kp.contrib:                # its next round came early: keep it in order
+            kp.backlog.setdefault(msg.src, deque()).append(msg)
+            return
+        grad = self._as_array(kp, msg, msg.meta.get("compressed", False))
+        merged = kp.merged._data()
+        if not kp.contrib:
+            np.copyto(merged, grad)
+            kp.opened = time.monotonic()
+        else:
+            np.add(merged, grad, out=merged)
+        kp.contrib.add(msg.src)
+        kp.acks.append((msg.src, msg.rid))
+        self._progress(kp, active)
+
+    def _push_async(self, kp: _KeyPart, msg: Message, active: set) -> None:
+        self._apply(kp, self._as_array(kp, msg, msg.meta.get("compressed", False)), replace=False)
+        kp.clock[msg.src] += 1
+        kp.held.append((kp.clock[msg.src], msg.src, msg.rid, time.monotonic()))
+        self._progress(kp, active)
+
+    def _progress(self, kp: _KeyPart, active: set) -> None:
+        """Close a complete sync round, or release the ssp acknowledgements now within ``tau``."""
+        if kp.mode == "sync":
+            while kp.contrib and active <= kp.contrib:
+                self._apply(kp, kp.merged._data(), replace=True)
+                acks, kp.acks, kp.contrib = kp.acks, [], set()
+                for src, rid in acks:
+                    self._reply(src, rid)
+                waiting = [q.popleft() for q in kp.backlog.values() if q]
+                for m in waiting:
+                    self._push_sync(kp, m, active)
+                if waiting:
+                    return           # _push_sync above already progressed the new round
+            return
+        slowest = min((kp.clock[w] for w in active), default=None)
+        keep = []
+        for entry in kp.held:
+            if slowest is None or kp.mode == "async" or entry[0] - slowest <= kp.tau:
+                self._reply(entry[1], entry[2])
+            else:
+                keep.append(entry)
+        kp.held = keep
+
+    def _check_rounds(self, mine: List[_KeyPart], active: set, now: float) -> None:
+        limit = kv_timeout()
+        for kp in mine:
+            if kp.acks and now - kp.opened > limit:
+                missing = sorted(active - kp.contrib)
+                text = (f"sync round of key {kp.key[1]!r}: {self._names(missing)} did not push within "
+                        f"MXREF_KV_TIMEOUT={limit:g}s (pushed: {self._names(sorted(kp.contrib))})")
+                for src, rid in kp.acks:
+                    self._error(src, rid, kp.key, text)
+                kp.acks, kp.contrib = [], set()
+            if kp.held and now - min(h[3] for h in kp.held) > limit:
+                slow = sorted(w for w in active if kp.clock[w] == min(kp.clock[a] for a in active))
+                text = (f"bounded delay on key {kp.key[1]!r} (tau={kp.tau}): {self._names(slow)} "
+                        f"did not push within MXREF_KV_TIMEOUT={limit:g}s")
+                for _, src, rid, _ in kp.held:
+                    self._error(src, rid, kp.key, text)
+                kp.held = []
+
+    def _names(self, ranks) -> str:
+        return ", ".join(self.roles.name(r) for r in ranks) or "none"
+
+
+def run_server(mpi_comm, roles: Roles) -> None:
+    """Serve, then return; the caller finalises MPI and exits."""
+    Server(mpi_comm, roles).run()
+
+

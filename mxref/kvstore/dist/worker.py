@@ -1,0 +1,354 @@
+"""The worker side of the parameter server: the ``dist_sync``, ``dist_async`` and ``dist_ssp`` stores.
+
+``mx.kv.create('dist_sync')`` on every rank of ``mpiexec -n W+S python train.py``: on a server
+rank it serves (``server.py``) and then exits the process; on a worker rank it returns a store
+whose push and pull are engine operations that talk to the servers.
+
+One key on a worker (MXNet's ``KVStoreDist``)::
+
+    comm_buf   a host NDArray per key; its engine variable orders every message of the key
+    push       reduce the devices' values into comm_buf (the local store's reduce), then one
+               engine op that reads the sum and *writes* comm_buf: it sends each part (2-bit
+               compressed if asked) to its server and completes when every server acknowledged
+    pull       one engine op writing comm_buf: each server's reply is received straight into
+               comm_buf's part, then comm_buf is copied to the outputs
+
+Because both ops write comm_buf, a pull waits for the acknowledgement of the push before it, and
+a push for the pull before it: that one engine dependency is the whole worker-side consistency
+logic. The acknowledgement itself carries the model (``server.py``): after the whole round in
+``dist_sync``, at once in ``dist_async``, within ``tau`` clocks of the slowest in ``dist_ssp``.
+
+``init``: worker 0 sends the values; then all workers meet at a barrier. ``set_optimizer``:
+worker 0 pickles the updater to every server, then a barrier. At exit each worker waits for its
+engine, sends ``DONE`` to every server and stops its communication thread; a worker dying from
+an uncaught exception aborts the whole MPI job instead, so nobody waits for it.
+"""
+from __future__ import annotations
+
+import atexit
+import pickle
+import sys
+import threading
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from ... import engine as _engine
+from ... import ndarray as nd
+from ... import optimizer as _opt
+from ...base import MXNetError, env_int
+from ...context import cpu
+from ...engine.base import FnProperty
+from ...engine.naive import NaiveEngine
+from ...ndarray import NDArray
+from ..base import KVStore, copy_into
+from ..base import create as _base_create
+from ..local import LocalKVStore
+from .comm import Cmd, Comm, kv_timeout
+from .placement import Placement
+from .roles import Roles, assign_roles
+from .server import run_server
+
+__all__ = ["DistKVStore", "DistAsyncKVStore", "DistSSPKVStore", "create", "runtime",
+           "DEFAULT_STALENESS"]
+
+DEFAULT_STALENESS = 2
+
+
+class _Runtime:
+    """What a process sets up once for every dist store: its role, a communicator, the thread."""
+
+    def __init__(self):
+        try:
+            from mpi4py import MPI  # noqa: PLC0415 - mpi4py is optional for mxref as a whole
+        except ImportError as exc:
+            raise MXNetError("dist kvstore types need mpi4py (pip install mpi4py) and a launch "
+                             "under mpiexec") from exc
+        self.MPI = MPI
+        world = MPI.COMM_WORLD
+        self.roles: Roles = assign_roles(world.Get_rank(), world.Get_size())
+        # Our own communicator, so our tags never meet the collective module's or the user's.
+        self.mpi_comm = world.Dup()
+        self.comm: Optional[Comm] = None
+        self.next_store_id = 0
+        self.closed = False
+
+    def start_worker(self) -> Comm:
+        if self.comm is None:
+            self.comm = Comm(self.mpi_comm, self.roles).start()
+            atexit.register(self.finish)
+        return self.comm
+
+    def servers(self) -> List[int]:
+        return [self.roles.server_mpi_rank(s) for s in range(self.roles.num_servers)]
+
+    def finish(self) -> None:
+        """At exit: drain the engine, tell every server this worker is done, stop the thread."""
+        if self.closed or self.comm is None:
+            return
+        self.closed = True
+        if getattr(sys, "last_value", None) is not None:
+            # NOTE: an uncaught exception: the others must not go on waiting for this worker's
+            # pushes, and MPI_Finalize could block, so end the whole job now (mpi4py's own
+            # ``python -m mpi4py`` does the same).
+            sys.stderr.write(f"kvstore: {self.roles.name(self.roles.mpi_rank)} failed with an "
+                             "uncaught exception; aborting the MPI job\n")
+            sys.stderr.flush()
+            self.MPI.COMM_WORLD.Abort(1)
+        try:
+            _engine.get().wait_for_all()
+        except MXNetError:
+            pass    # already raised to the user, or nobody waited for it; the servers need DONE
+        self.comm.call(self.servers(), Cmd.DONE)
+        self.comm.stop()
+
+
+_runtime: Optional[_Runtime] = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> _Runtime:
+    """The process's dist runtime, made on first use (every rank must make it: ``Dup`` is collective)."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = _Runtime()
+        return _runtime
+
+
+class _Countdown:
+    """Calls ``done(error)`` once ``n`` replies have arrived (the first error wins)."""
+
+    def __init__(self, n: int, done: Callable):
+        self.n, self.done, self.err = n, done, None
+        self.lock = threading.Lock()
+        if n == 0:
+            done(None)
+
+    def __call__(self, msg, err) -> None:
+        with self.lock:
+            self.err = self.err or err
+            self.n -= 1
+            last = self.n == 0
+        if last:
+            self.done(self.err)
+
+
+@KVStore.register
+class DistKVStore(LocalKVStore):
+    """``dist_sync`` (also ``dist``, ``dist_sync_device``, ``dist_device_sync``): synchronous SGD
+    over parameter servers; see the module docstring.
+
+    On CPU contexts ``dist_sync_device`` is ``dist_sync``: the local reduce is the local store's.
+    """
+
+    registry_names = ("dist_sync", "dist", "dist_sync_device", "dist_device_sync")
+    mode = "sync"
+
+    def __init__(self, name: str = "dist_sync"):
+        super().__init__(name)
+        rt = runtime()
+        if rt.roles.is_server:
+            run_server(rt.mpi_comm, rt.roles)
+            broken = rt.MPI.Is_finalized()
+            if not broken:
+                rt.MPI.Finalize()
+            sys.exit(0)
+        self._rt = rt
+        self._comm = rt.start_worker()
+        self._sid = rt.next_store_id
+        rt.next_store_id += 1
+        self._tau = self._staleness(name)
+        self._placement = Placement(rt.roles.num_servers)
+        self._residual: dict = {}
+        self._has_updater = False
+
+    def _staleness(self, name: str) -> int:
+        return 0
+
+    # -- properties ------------------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return self._rt.roles.rank
+
+    @property
+    def num_workers(self) -> int:
+        return self._rt.roles.num_workers
+
+    @property
+    def placement(self) -> dict:
+        """``{key: [Part(server, lo, hi), ...]}``: where each key's elements live."""
+        return self._placement.table()
+
+    @property
+    def server_loads(self) -> List[int]:
+        """Bytes of values held by each server."""
+        return self._placement.loads
+
+    # -- init, push, pull ------------------------------------------------------------------------
+    def init(self, key, value) -> None:
+        """Initialise keys (worker 0's values count), then wait until every worker has them."""
+        groups = self._group(key, value, "init", init=True)
+        self._placement.assign([(k, a[0].size, a[0]._dtype.itemsize) for k, a in groups
+                                if k not in self._meta and len(a) == 1])
+        super().init(key, value)
+        for k, _ in groups:
+            self._store[k].wait_to_read()
+        self._barrier()
+
+    def _init_impl(self, key, value: NDArray) -> None:
+        buf = self._store[key] = nd.empty(value.shape, cpu(0), value._dtype)
+        copy_into(value, buf, 0, "KVStoreDistInit")
+        if self.rank == 0:
+            meta = {"shape": None, "dtype": value._dtype.str, "mode": self.mode, "tau": self._tau}
+            self._send(key, Cmd.INIT, buf, buf, 0, meta)
+
+    def _push_impl(self, key, values: List[NDArray], priority: int) -> None:
+        if self.mode != "sync" and not self._has_updater:
+            raise MXNetError(f"kvstore {self.type}: pushing key {key!r} needs an optimizer on the "
+                             "servers (Updater needs to be set for async mode): call "
+                             "kv.set_optimizer(...) on every worker before the first push")
+        buf = self._store[key]
+        merged = self._reduce(key, values, priority, buf)
+        self._send(key, Cmd.PUSH, merged, buf, priority, {})
+
+    def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
+        buf = self._store[key]
+        self._send(key, Cmd.PULL, None, buf, priority, {})
+        super()._pull_impl(key, outs, priority)
+
+    def _send(self, key, cmd: Cmd, src: Optional[NDArray], buf: NDArray, priority: int,
+              meta: dict) -> None:
+        """Push the engine op that sends ``src`` (or pulls into ``buf``) part by part."""
+        parts = self._placement.parts(key)
+        gc = self._compression if cmd == Cmd.PUSH and buf._dtype == np.float32 else None
+        # A sync push's acknowledgement may wait for the slowest worker; the server's own round
+        # timeout then names who is missing, so the worker's deadline is left longer.
+        timeout = kv_timeout() * (2 if cmd == Cmd.PUSH else 1)
+        comm, sid, shape = self._comm, self._sid, buf.shape
+
+        def start(done):
+            flat = (src if src is not None else buf)._data().reshape(-1)
+            count = _Countdown(len(parts), done)
+            for i, p in enumerate(parts):
+                part = flat[p.lo:p.hi]
+                m = dict(meta)
+                if "shape" in m:
+                    m["shape"] = shape if len(parts) == 1 else (p.hi - p.lo,)
+                if cmd == Cmd.PULL:
+                    comm.request(p.server, cmd, (sid, key, i), m, recv_into=part, callback=count,
+                                 timeout=timeout)
+                    continue
+                if gc is not None:
+                    residual = self._residual.get((key, i))
+                    if residual is None:
+                        residual = self._residual[(key, i)] = np.zeros(part.size, np.float32)
+                    part = gc.quantize(part, residual)
+                    m["compressed"] = True
+                comm.request(p.server, cmd, (sid, key, i), m, data=part, callback=count,
+                             timeout=timeout)
+        reads = [src] if src is not None and src is not buf else []
+        _push_comm_op(start, reads, buf, priority, f"KVStoreDist{cmd.name.title()}")
+
+    # -- updaters, compression, barriers ---------------------------------------------------------
+    def _set_updater(self, updater: Callable) -> None:
+        """Send ``updater`` (pickled; an optimizer's ``Updater`` from ``set_optimizer``) to the
+        servers, which call it on every merged push. Worker 0 sends it; all workers then meet."""
+        if not callable(updater):
+            raise MXNetError(f"kvstore: the updater must be callable, got {type(updater).__name__}")
+        try:
+            body = pickle.dumps(updater)
+        except Exception as exc:  # noqa: BLE001 - lambdas, closures, open files ...
+            raise MXNetError(f"kvstore {self.type}: the updater runs on the servers and must be "
+                             f"picklable (a module-level function or an optimizer): {exc}") from None
+        if self.rank == 0:
+            self._comm.call(self._rt.servers(), Cmd.SET_UPDATER, self._sid,
+                            data=np.frombuffer(body, np.uint8))
+        self._has_updater = True
+        self._barrier()
+
+    set_updater = _set_updater
+
+    def set_optimizer(self, optimizer) -> None:
+        """Run ``optimizer`` on the servers (pickled there from worker 0), keeping per-key state."""
+        self._set_updater(_opt.get_updater(optimizer))
+
+    def set_gradient_compression(self, compression_params: dict) -> None:
+        """2-bit compress every push (float32 keys) with residual feedback on this worker."""
+        super().set_gradient_compression(compression_params)
+        if self.rank == 0:
+            gc = self._compression
+            self._comm.call(self._rt.servers(), Cmd.SET_COMPRESSION, self._sid,
+                            meta={"type": gc.type, "threshold": gc.threshold})
+        self._barrier()
+
+    def _barrier(self) -> None:
+        """Block until every active worker has reached a barrier (finished workers do not count)."""
+        self._comm.call([self._rt.servers()[0]], Cmd.BARRIER, timeout=2 * kv_timeout())
+
+    barrier = _barrier
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        raise MXNetError(f"kvstore {self.type}: optimizer states live on the servers and cannot be "
+                         "saved from a worker (as in MXNet); save the weights instead")
+
+    def load_optimizer_states(self, fname: str) -> None:
+        raise MXNetError(f"kvstore {self.type}: optimizer states live on the servers and cannot be "
+                         "loaded from a worker (as in MXNet)")
+
+
+@KVStore.register
+class DistAsyncKVStore(DistKVStore):
+    """``dist_async``: each push is applied by the servers' optimizer on arrival."""
+
+    registry_names = ("dist_async", "dist_async_device", "dist_device_async")
+    mode = "async"
+
+
+@KVStore.register
+class DistSSPKVStore(DistKVStore):
+    """``dist_ssp`` / ``dist_ssp:tau``: bounded delay; no worker runs more than ``tau`` pushes of
+    a key ahead of the slowest (``tau`` from the name, else ``MXREF_KV_STALENESS``, default 2)."""
+
+    registry_names = ("dist_ssp",)
+    mode = "ssp"
+
+    def _staleness(self, name: str) -> int:
+        _, _, tail = name.partition(":")
+        try:
+            tau = int(tail) if tail else env_int("MXREF_KV_STALENESS", DEFAULT_STALENESS)
+        except ValueError:
+            raise MXNetError(f"kvstore.create: bad staleness in {name!r}; use 'dist_ssp:4'") from None
+        if tau < 0:
+            raise MXNetError(f"kvstore.create: staleness must be >= 0, got {tau} in {name!r}")
+        return tau
+
+
+def _push_comm_op(start: Callable, reads: List[NDArray], buf: NDArray, priority: int,
+                  name: str) -> None:
+    """Push an engine op that calls ``start(done)`` and completes when ``done(error)`` is called.
+
+    On the threaded engine the op completes from the communication thread, so no engine thread
+    waits for the network. The naive engine runs everything at push, so there the op waits.
+    """
+    eng = _engine.get()
+    if isinstance(eng, NaiveEngine):
+        def fn(run_ctx, on_complete):
+            finished = threading.Event()
+            box = []
+            start(lambda err: (box.append(err), finished.set()))
+            finished.wait()
+            on_complete(box[0])
+    else:
+        def fn(run_ctx, on_complete):
+            start(on_complete)
+    eng.push_async(fn, cpu(0), [a._chunk.var for a in reads], [buf._chunk.var],
+                   FnProperty.CPU_PRIORITIZED, priority, name)
+
+
+def create(name: str = "dist_sync") -> KVStore:
+    """``mx.kv.create`` that also accepts ``'dist_ssp:tau'``."""
+    head, sep, _ = name.lower().partition(":")
+    if sep and head == "dist_ssp":
+        return DistSSPKVStore(name.lower())
+    return _base_create(name)
