@@ -3,7 +3,9 @@
 Models (grad_req 'write' for parameters, 'null' for data and labels, as ``Module`` binds them):
 
 * MLP 784-512-512-10 (ReLU, softmax cross-entropy), batch 128;
-* LeNet-5 on 1x28x28 (conv5x5x20, tanh, maxpool2, conv5x5x50, tanh, maxpool2, fc500, tanh, fc10), batch 64.
+* LeNet-5 on 1x28x28 (conv5x5x20, tanh, maxpool2, conv5x5x50, tanh, maxpool2, fc500, tanh, fc10), batch 64;
+* ``tiny``: 50 layers of FullyConnected(4) + ReLU at batch 1, 202 nodes whose kernels cost almost
+  nothing, so samples/s measures the per-node cost of the framework itself.
 
 Each system runs in its own subprocess with the same thread count ``T`` (``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` = T, ``torch.set_num_threads(T)``,
@@ -14,7 +16,7 @@ times ``--repeats`` blocks of ``--iters`` iterations after a warm-up and reports
 
 Run::
 
-    .venv/bin/python benchmarks/bench_executor.py                  # both models, T=2
+    .venv/bin/python benchmarks/bench_executor.py                  # all models, T=2, wall clock
     .venv/bin/python benchmarks/bench_executor.py --models mlp --threads 1 --rounds 3
 """
 from __future__ import annotations
@@ -35,13 +37,18 @@ PYTHONS = {
     "mxnet": os.environ.get("MXNET191_PYTHON", "/work/venvs/mxnet191/bin/python"),
     "torch": os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python"),
 }
-BATCH = {"mlp": 128, "lenet": 64}
-SHAPE = {"mlp": (784,), "lenet": (1, 28, 28)}
+BATCH = {"mlp": 128, "lenet": 64, "tiny": 1}
+SHAPE = {"mlp": (784,), "lenet": (1, 28, 28), "tiny": (4,)}
+ITERS = {"mlp": 20, "lenet": 5, "tiny": 50}
 
 
 def symbol_net(sym, model):
     """The model as MXNet 1.x symbol code (``sym`` is ``mxnet.sym`` or ``mxref.sym``)."""
     h = sym.Variable("data")
+    if model == "tiny":
+        for i in range(50):
+            h = sym.Activation(sym.FullyConnected(h, num_hidden=4, name=f"fc{i}"), act_type="relu")
+        return sym.SoftmaxOutput(h, name="softmax")
     if model == "mlp":
         for i, n in enumerate((512, 512)):
             h = sym.Activation(sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"), act_type="relu")
@@ -82,7 +89,7 @@ def run_symbolic(mx, model, iters, repeats):
     rng = np.random.RandomState(0)
     for name, arr in ex.arg_dict.items():
         if name == "softmax_label":
-            arr[:] = rng.randint(0, 10, arr.shape)
+            arr[:] = rng.randint(0, 4 if model == "tiny" else 10, arr.shape)
         else:
             arr[:] = rng.normal(0, 0.05, arr.shape)
 
@@ -97,14 +104,16 @@ def run_torch(model, iters, repeats, threads):
     torch.set_num_threads(threads)
     nn = torch.nn
     batch = BATCH[model]
-    if model == "mlp":
+    if model == "tiny":
+        net = nn.Sequential(*[m for _ in range(50) for m in (nn.Linear(4, 4), nn.ReLU())])
+    elif model == "mlp":
         net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                             nn.Linear(512, 10))
     else:
         net = nn.Sequential(nn.Conv2d(1, 20, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.Tanh(),
                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.Tanh(), nn.Linear(500, 10))
     x = torch.randn((batch,) + SHAPE[model])
-    y = torch.randint(0, 10, (batch,))
+    y = torch.randint(0, 4 if model == "tiny" else 10, (batch,))
     loss_fn = nn.CrossEntropyLoss(reduction="sum")
 
     def step():
@@ -170,7 +179,7 @@ def measure(system, model, threads, iters, repeats, clock="wall"):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="*", default=["mlp", "lenet"])
+    parser.add_argument("--models", nargs="*", default=["mlp", "lenet", "tiny"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--iters", type=int, default=0, help="iterations per timed block (default per model)")
     parser.add_argument("--repeats", type=int, default=5)
@@ -182,7 +191,7 @@ def main(argv=None):
     parser.add_argument("--model", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        args.iters = args.iters or (20 if args.model == "mlp" else 5)
+        args.iters = args.iters or ITERS[args.model]
         worker(args)
         return
     print(f"forward+backward samples/s ({args.clock} clock), {args.threads} thread(s), median of "
@@ -193,8 +202,8 @@ def main(argv=None):
         rates = {s: [] for s in systems}
         for _ in range(args.rounds):
             for s in systems:
-                rates[s] += measure(s, model, args.threads, args.iters or (20 if model == "mlp" else 5),
-                                    args.repeats, args.clock)
+                rates[s] += measure(s, model, args.threads, args.iters or ITERS[model], args.repeats,
+                                    args.clock)
         med = {s: statistics.median(r) for s, r in rates.items()}
         for s in systems:
             ratio = "" if s == "mxref" else f"{med['mxref'] / med[s]:.2f}x"
