@@ -154,3 +154,20 @@ def test_values_on_several_cpu_contexts_and_store_home(any_engine):
     src[:] = 9
     store.pull(0, out=out)
     assert out.asnumpy()[1, 1] == 1.0
+
+
+@pytest.mark.parametrize("kv_type", ["local", "device"])
+def test_failed_source_error_reaches_the_pull_and_store_recovers(any_engine, kv_type):
+    """A value whose producing op failed makes the pulled array raise at the wait (with the
+    failing op's name); the next push of good values works again."""
+    store = kv.create(kv_type)
+    store.init(0, mx.nd.zeros((3,)))
+    bad = mx.nd.random.normal(0, -1, shape=(3,))           # fails inside the engine
+    store.push(0, [bad, mx.nd.ones((3,), ctx=mx.cpu(1))])
+    out = mx.nd.zeros((3,))
+    store.pull(0, out=out)
+    with pytest.raises(mx.MXNetError, match="_random_normal"):
+        out.asnumpy()
+    store.push(0, [mx.nd.ones((3,)), mx.nd.ones((3,), ctx=mx.cpu(1))])
+    store.pull(0, out=out)
+    np.testing.assert_array_equal(out.asnumpy(), np.full(3, 2.0, np.float32))
