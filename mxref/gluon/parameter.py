@@ -298,7 +298,7 @@ class Parameter:
         """The symbol variable standing for this parameter in a traced graph (made once)."""
         if self._var is None:
             self._var = _symbol.var(self.name, shape=self.shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                                    wd_mult=self.wd_mult, init=self.init)
+                                    wd_mult=self.wd_mult, init=self.init, stype=self._stype)
         return self._var
 
     def cast(self, dtype) -> None:
