@@ -18,11 +18,14 @@ from .ndarray import NDArray
 from .register import make_function as _make_function
 from .register import namespace_of as _namespace_of
 from .register import populate as _populate
+from .ufunc import *  # noqa: F403 - add, subtract, maximum, greater, ... (ufunc.__all__)
+from .ufunc import __all__ as _ufunc_names
 from .utils import arange, array, empty, eye, full, ones, ones_like, waitall, zeros, zeros_like
 
 __all__ = ["NDArray", "random", "is_training", "set_is_training", "load", "load_frombuffer", "save",
            "save_tobuffer", "arange", "array", "empty", "eye", "full", "ones", "ones_like", "waitall",
-           "zeros", "zeros_like"]   # plus one generated function per registered operator
+           "zeros", "zeros_like", *_ufunc_names]
+# ... plus one generated function per registered operator (register.populate below).
 
 _populate(sys.modules[__name__])
 

@@ -198,3 +198,18 @@ def test_param_cache_distinguishes_value_types():
     assert imperative.parse_params(op, {"scale": 1})[1] is p1
     key, params = imperative.parse_params(op, {"axes": [2, 3]})   # unhashable: parsed, not cached
     assert key is None and params["axes"] == (2, 3)
+
+
+def test_ufunc_helpers_take_arrays_or_numbers(any_engine):
+    """mx.nd.maximum/subtract/greater/... : arrays broadcast, numbers on either side, two numbers."""
+    a, col = mx.nd.array([1, 5, 3]), mx.nd.array([[2], [4]])
+    assert mx.nd.maximum(a, 2).asnumpy().tolist() == [2, 5, 3]
+    assert mx.nd.maximum(2, a).asnumpy().tolist() == [2, 5, 3]
+    assert mx.nd.subtract(10, a).asnumpy().tolist() == [9, 5, 7]
+    assert mx.nd.greater(2, a).asnumpy().tolist() == [1, 0, 0]
+    assert mx.nd.lesser_equal(3, a).asnumpy().tolist() == [0, 1, 1]
+    np.testing.assert_array_equal(mx.nd.add(a, col).asnumpy(), [[3, 7, 5], [5, 9, 7]])
+    assert mx.nd.power(2, 3) == 8 and mx.nd.equal(2, 2) == 1.0
+    assert mx.nd.true_divide is mx.nd.divide
+    with pytest.raises(mx.MXNetError, match="operands must be NDArrays or numbers"):
+        mx.nd.add(a, "x")
