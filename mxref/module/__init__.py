@@ -5,7 +5,7 @@ contexts), ``executor_group.py`` (one executor per context, batch slicing),
 ``bucketing_module.py`` (one Module per bucket key, parameters shared).
 """
 from .base_module import BaseModule
-#from .bucketing_module import BucketingModule
+from .bucketing_module import BucketingModule
 from .executor_group import DataParallelExecutorGroup
 from .module import Module
 

@@ -203,7 +203,7 @@ class DataParallelExecutorGroup:
                 descs = self._sliced_shape(data_shapes, i, self.data_layouts)
                 if label_shapes is not None:
                     descs += self._sliced_shape(label_shapes, i, self.label_layouts)
-                self.execs[i] = self.execs[i].reshape(allow_up_sizing=True,
+                self.execs[i] = self.execs[i].reshape(partial_shaping=True, allow_up_sizing=True,
                                                       **{d.name: d.shape for d in descs})
             else:
                 self.execs.append(self._bind_ith_exec(i, data_shapes, label_shapes, shared_group))

@@ -24,8 +24,13 @@ from ..base import MXNetError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..io.base import DataDesc
-from ..model import (_create_kvstore, _initialize_kvstore, _update_params, _update_params_on_kvstore,
-                     load_checkpoint)
+from ..model import (
+    _create_kvstore,
+    _initialize_kvstore,
+    _update_params,
+    _update_params_on_kvstore,
+    load_checkpoint,
+)
 from .base_module import BaseModule, _check_input_names, _parse_data_desc
 from .executor_group import DataParallelExecutorGroup
 
@@ -311,7 +316,8 @@ class Module(BaseModule):
             optimizer = opt.create(optimizer, sym=self.symbol, param_idx2name=idx2name, **optimizer_params)
         else:
             if not isinstance(optimizer, opt.Optimizer):
-                raise MXNetError(f"init_optimizer: optimizer must be a name or an Optimizer, got {optimizer!r}")
+                raise MXNetError("init_optimizer: optimizer must be a name or an Optimizer, "
+                                 f"got {optimizer!r}")
             if optimizer.rescale_grad != rescale_grad:
                 warnings.warn("Optimizer created manually outside Module but rescale_grad is not "
                               f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} vs. "
@@ -371,7 +377,7 @@ class Module(BaseModule):
             else:
                 new_dshape = [DataDesc(d.name, s, d.dtype, d.layout)
                               for d, s in zip(self._data_shapes, new_shapes)]
-            new_lshape = self._label_shapes
+            new_lshape = None         # a batch without labels (predict on an array) binds none
             if getattr(data_batch, "provide_label", None):
                 new_lshape = data_batch.provide_label
             elif data_batch.label and self._label_shapes:
