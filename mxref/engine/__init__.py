@@ -12,8 +12,8 @@ from ..base import MXNetError, env_str
 from .base import Engine, FnProperty, RunContext
 from .naive import NaiveEngine
 
-__all__ = ["get", "set_engine", "engine_type", "set_bulk_size", "bulk", "Engine", "FnProperty",
-           "RunContext", "NaiveEngine", "ENGINE_TYPES"]
+__all__ = ["get", "set_engine", "engine_type", "describe", "set_bulk_size", "bulk", "Engine",
+           "FnProperty", "RunContext", "NaiveEngine", "ENGINE_TYPES"]
 
 
 def _threaded():
@@ -51,7 +51,13 @@ def _create(name: str) -> Engine:
 
 
 def engine_type() -> str:
+    """The active engine's MXNet name (``NaiveEngine`` or ``ThreadedEnginePerDevice``)."""
     return get().name
+
+
+def describe() -> dict:
+    """What ``mxref.info()`` shows: engine type, core (cython/python), threads per worker group."""
+    return get().describe()
 
 
 def set_engine(name: str) -> Engine:
