@@ -217,6 +217,8 @@ class KVStore:
         """
         groups = self._group(key, value, "push")
         for k, arrays in groups:
+            if not arrays:
+                raise MXNetError(f"kvstore.push: no values given for key {k!r}")
             self._check_arrays(k, arrays, "push")
         self._before_push(groups)
         for k, arrays in groups:

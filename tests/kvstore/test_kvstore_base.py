@@ -186,6 +186,8 @@ def test_shape_and_dtype_mismatch_name_the_key(kv_type):
         store.pull("fc1_weight", out=mx.nd.zeros((6,)))
     with pytest.raises(mx.MXNetError, match="2 keys need a list of 2 values"):
         store.push(["fc1_weight", "x"], [mx.nd.ones(SHAPE)])
+    with pytest.raises(mx.MXNetError, match="no values given for key 'fc1_weight'"):
+        store.push("fc1_weight", [])
     with pytest.raises(mx.MXNetError, match="must be NDArrays"):
         store.push("fc1_weight", np.ones(SHAPE))
 
