@@ -3,6 +3,8 @@
 * ``core``: one op reading 2 variables and writing 1: ``OprBlock`` + ``register`` + ``complete``
   (the per-variable state machine and wait counter), single thread, no workers.
 * ``queue``: one ``push`` + ``pop`` on the blocking FIFO queue.
+* ``push``: ``push_sync`` on the threaded engine while every op waits behind a gate op, so only
+  the pushing thread's work is timed (dedup, OprBlock, register on 3 variables, back-pressure check).
 * ``engine``: ``push_sync`` of an empty function through ``ThreadedEnginePerDevice`` (2 workers),
   ``n`` ops on fresh outputs then ``wait_for_all``: push + dispatch + run + complete, end to end.
 
@@ -41,6 +43,25 @@ def bench_queue(core, n: int) -> float:
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def bench_push(use_ext, n: int) -> float:
+    import threading
+
+    import mxref as mx
+    from mxref.engine.threaded import ThreadedEnginePerDevice
+    eng = ThreadedEnginePerDevice(use_ext=use_ext)
+    gate, g, a = threading.Event(), eng.new_variable(), eng.new_variable()
+    eng.push_sync(lambda r: gate.wait(), mx.cpu(), (), (g,))
+    outs = [eng.new_variable() for _ in range(n)]
+    fn, ctx = (lambda r: None), mx.cpu()
+    t0 = time.perf_counter()
+    for o in outs:
+        eng.push_sync(fn, ctx, (g, a), (o,))
+    dt = (time.perf_counter() - t0) / n * 1e6
+    gate.set()
+    eng.stop()
+    return dt
+
+
 def bench_engine(use_ext, n: int) -> float:
     import mxref as mx
     from mxref.engine.naive import NaiveEngine
@@ -73,6 +94,8 @@ def main() -> None:
     rows = [("core push+complete (2 reads, 1 write)", med(bench_core, py, args.n),
              med(bench_core, cy, args.n)),
             ("blocking FIFO push+pop", med(bench_queue, py, args.n), med(bench_queue, cy, args.n)),
+            ("engine push_sync only (ops held by a gate)", med(bench_push, False, args.n // 2),
+             med(bench_push, True, args.n // 2)),
             ("engine push_sync..wait_for_all (2 workers)", med(bench_engine, False, args.n // 2),
              med(bench_engine, True, args.n // 2))]
     print(f"  {'':<44}{'python':>10}{'cython':>10}{'ratio':>8}")

@@ -257,6 +257,8 @@ class ThreadedEnginePerDevice(Engine):
                                  f"{traceback.format_exc()}")
                 if not blk.done:       # fail the op rather than leave its waiters hanging
                     self._complete(blk, exc)
+            # Let go of the finished op (and the arrays its function holds) before blocking in pop.
+            blk = None
 
     # -------------------------------------------------------------------------------- execute
     def _execute(self, blk, stream) -> None:

@@ -240,3 +240,20 @@ def test_engine_works_in_forked_child(threaded):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_finished_op_is_released_by_idle_worker(threaded):
+    """An idle worker keeps no reference to the last op it ran, so its arrays can be freed."""
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+    payload = Payload()
+    ref = weakref.ref(payload)
+    x = threaded.new_variable()
+    threaded.push_sync(lambda r, p=payload: None, CPU, (), (x,))
+    del payload
+    threaded.wait_for_all()
+    gc.collect()
+    assert ref() is None
