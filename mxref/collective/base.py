@@ -89,6 +89,11 @@ class Engine:
     def broadcast(self, obj: Any, root: int) -> Any:
         raise NotImplementedError
 
+    def _check_root(self, root: int) -> None:
+        if not 0 <= root < self.world_size:
+            raise MXNetError(f"broadcast: root {root} is not a rank of this job "
+                             f"(world size {self.world_size})")
+
     def broadcast_array(self, buf: np.ndarray, root: int) -> None:
         """Broadcast a flat numpy buffer in place (every rank passes a buffer of the same size)."""
         got = self.broadcast(buf if self.rank == root else None, root)

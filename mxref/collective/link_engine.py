@@ -6,7 +6,6 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from ..base import MXNetError
 from . import algorithms
 from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, reducer
 
@@ -62,11 +61,6 @@ class LinkEngine(Engine):
         fold = reducer(op, buf.dtype)
         algorithms.allreduce(self.link, buf, fold, self.ring_mincount, self.chunk_bytes)
         self.seqno += 1
-
-    def _check_root(self, root: int) -> None:
-        if not 0 <= root < self.world_size:
-            raise MXNetError(f"broadcast: root {root} is not a rank of this job "
-                             f"(world size {self.world_size})")
 
     def broadcast(self, obj: Any, root: int) -> Any:
         self._check_root(root)

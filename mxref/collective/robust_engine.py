@@ -1,0 +1,290 @@
+"""The robust engine: Rabit's fault tolerance — in-memory checkpoints, cached results, consensus, replay.
+
+Program model (Rabit's): ``version = load_checkpoint()``, then per iteration some collectives and
+one ``checkpoint``. If a worker dies, the launcher restarts it; the restarted program calls
+``load_checkpoint`` again and re-issues the same calls, which are answered from the survivors'
+memory while the survivors wait inside their current collective. Nothing is written to disk.
+
+Before every call all ranks exchange a 7-number header (one ring allgather)::
+
+    action (LOAD / COLLECTIVE / CHECKPOINT / SHUTDOWN), version, seqno, kind, root-or-op, count, dtype
+
+and every rank takes the same decision from the same table:
+
+    A. a rank still at CHECKPOINT while another already committed it -> it commits too
+    B. some rank is LOADing (a restarted process) -> the lowest live rank with the newest version
+       broadcasts its checkpoint; local models come back from the ring successor's replica
+    C. seqnos differ -> the lowest rank that is ahead broadcasts its cached result for the
+       smallest seqno; the ranks behind take it (prepare_fun is skipped) and move on
+    D. all at the same point -> run the collective for real (on a copy, so a failure halfway
+       leaves the input intact), cache the result under its seqno; or commit the checkpoint
+
+Whoever is not served in a round simply joins the next round. Any broken connection raises
+``LinkError``; the engine then reconnects through the tracker (which waits for the restarted rank)
+and repeats the round: fresh connections mean no stale bytes can be mistaken for new ones.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from ..base import MXNetError
+from . import algorithms
+from .base import Engine, LinkError, reducer, register
+from .link_engine import DEFAULT_CHUNK_BYTES, DEFAULT_RING_MINCOUNT, _describe
+
+LOAD, COLLECTIVE, CHECKPOINT, SHUTDOWN = 1, 2, 3, 4
+ALLREDUCE, BCAST_OBJECT, BCAST_ARRAY = 1, 2, 3
+_ACTIONS = {LOAD: "load_checkpoint", COLLECTIVE: "collective", CHECKPOINT: "checkpoint", SHUTDOWN: "finalize"}
+_KINDS = {0: "", ALLREDUCE: "allreduce", BCAST_OBJECT: "broadcast", BCAST_ARRAY: "broadcast"}
+
+
+def _row_text(row) -> str:
+    action, version, seqno, kind = (int(x) for x in row[:4])
+    what = _ACTIONS.get(action, action) if action != COLLECTIVE else _KINDS[kind]
+    detail = f" ({_describe(row[5:7].tolist() + [row[4]])})" if kind == ALLREDUCE else ""
+    return f"{what} at version {version} seqno {seqno}{detail}"
+
+
+def _pickle(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _shift(link, send_to: int, recv_from: int, payload: Optional[bytes]) -> Optional[bytes]:
+    """Send a variable-length byte string to one neighbour and receive one from another."""
+    data = np.frombuffer(payload or b"", np.uint8)
+    n_out, n_in = np.array([data.size if payload is not None else -1], np.int64), np.zeros(1, np.int64)
+    link.sendrecv(send_to, n_out, recv_from, n_in)
+    got = np.empty(max(int(n_in[0]), 0), np.uint8)
+    link.sendrecv(send_to, data, recv_from, got)
+    return None if n_in[0] < 0 else got.tobytes()
+
+
+class MockKill(BaseException):
+    """Raised by the mock engine in thread worlds to stand for a killed process."""
+
+
+@register("robust")
+class RobustEngine(Engine):
+    """Fault-tolerant allreduce/broadcast/checkpoint; see the module docstring for the protocol.
+
+    Parameters
+    ----------
+    world, rank : optional
+        A ``LocalWorld`` and rank for thread worlds (tests); otherwise a TCP link is built from
+        ``MXREF_TRACKER_URI``, ``MXREF_TRACKER_PORT``, ``MXREF_RANK``, ``MXREF_WORLD_SIZE``.
+    attempt : int, optional
+        How many times this rank was restarted (``MXREF_NUM_ATTEMPT``, set by the launcher).
+    """
+
+    def __init__(self, world: Any = None, rank: Optional[int] = None, attempt: Optional[int] = None,
+                 link: Any = None, ring_mincount: Optional[int] = None,
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+        if link is None:
+            if world is not None:
+                from .local_engine import LocalRobustLink
+                link = LocalRobustLink(world, rank or 0)
+            else:
+                from .transport import SocketLink
+                link = SocketLink.from_env()
+        self.link = link
+        self.thread_local = world is not None   # a thread world binds one rank per thread
+        self.rank, self.world_size = link.rank, link.world_size
+        self.attempt = int(attempt if attempt is not None else os.environ.get("MXREF_NUM_ATTEMPT", 0))
+        env_count = os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT")
+        self.ring_mincount = int(ring_mincount if ring_mincount is not None
+                                 else env_count or DEFAULT_RING_MINCOUNT)
+        self.chunk_bytes = chunk_bytes
+        self.version, self.seqno = 0, 0
+        self.cache: dict = {}            # seqno -> (meta, result) since the last checkpoint
+        self.global_ckpt: Any = None     # pickled bytes, or ("lazy", obj)
+        self.local_ckpt: Optional[bytes] = None
+        self.replica: Optional[bytes] = None   # the previous rank's local model, for its recovery
+        self._pending: Any = None        # the checkpoint being committed
+        self.link.reconnect()
+
+    # -- the public calls, each one consensus round loop --------------------------------------
+    def allreduce(self, buf: np.ndarray, op: int, prepare_fun: Optional[Callable[[], None]] = None) -> None:
+        meta = (ALLREDUCE, op, buf.size, buf.dtype.num)
+        prepared = []
+
+        def execute():
+            if prepare_fun is not None and not prepared:
+                prepare_fun()
+                prepared.append(True)
+            work = buf.copy()
+            algorithms.allreduce(self.link, work, reducer(op, buf.dtype), self.ring_mincount,
+                                 self.chunk_bytes)
+            return work
+        result = self._run(COLLECTIVE, meta, execute)
+        buf[...] = result
+
+    def broadcast(self, obj: Any, root: int) -> Any:
+        self._check_root(root)
+        data = self._run(COLLECTIVE, (BCAST_OBJECT, root, -1, -1),
+                         lambda: _pickle(algorithms.broadcast_object(self.link, obj, root)))
+        return pickle.loads(data)
+
+    def broadcast_array(self, buf: np.ndarray, root: int) -> None:
+        self._check_root(root)
+
+        def execute():
+            work = buf.copy()
+            algorithms.tree_broadcast(self.link, work, root, self.chunk_bytes)
+            return work
+        buf[...] = self._run(COLLECTIVE, (BCAST_ARRAY, root, buf.size, buf.dtype.num), execute)
+
+    def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
+        self._pending = (("lazy", global_model) if lazy else _pickle(global_model),
+                         None if local_model is None else _pickle(local_model))
+        self._run(CHECKPOINT, (0, 0, 0, 0), None)
+
+    def load_checkpoint(self) -> Tuple[int, Any, Any]:
+        return self._run(LOAD, (0, 0, 0, 0), None)
+
+    def version_number(self) -> int:
+        return self.version
+
+    def tracker_print(self, msg: str) -> None:
+        line = f"[{self.rank}] {msg}"
+        if hasattr(self.link, "tracker_print"):
+            self.link.tracker_print(line)     # printed by the tracker, like Rabit's TrackerPrint
+        else:
+            print(line, flush=True)
+
+    def shutdown(self) -> None:
+        self._run(SHUTDOWN, (0, 0, 0, 0), None)
+        self.link.close()
+
+    # -- the protocol --------------------------------------------------------------------------
+    def _run(self, action: int, meta: tuple, execute: Optional[Callable[[], Any]]) -> Any:
+        while True:
+            try:
+                done, value = self._round(action, meta, execute)
+            except LinkError:
+                if self.link.reconnect(finishing=action == SHUTDOWN) == "finished":
+                    return None      # every rank had agreed to shut down; one already left
+                continue
+            if done:
+                return value
+
+    def _round(self, action: int, meta: tuple, execute) -> Tuple[bool, Any]:
+        table = np.zeros((self.world_size, 7), np.int64)
+        table[self.rank] = (action, self.version, self.seqno) + tuple(meta)
+        algorithms.ring_allgather(self.link, table)
+        acts, vers, seqs = table[:, 0], table[:, 1], table[:, 2]
+        live = acts != LOAD
+        vmax = int(vers[live].max()) if live.any() else 0
+        # A. A checkpoint some rank already committed is final: the laggards commit theirs too.
+        if live.any() and (vers[live] < vmax).any():
+            behind = np.flatnonzero(live & (vers < vmax) & (acts != CHECKPOINT))
+            if behind.size:
+                raise MXNetError(f"collective: ranks {behind.tolist()} are at version "
+                                 f"{vers[behind].tolist()} while others reached {vmax}")
+            if action == CHECKPOINT and self.version < vmax:
+                self._commit(None)
+                return True, None
+            return False, None
+        # B. Restarted ranks load the newest checkpoint from a live rank.
+        if not live.all():
+            if not live.any():
+                return True, (0, None, None)       # a fresh start: nobody has anything
+            return self._serve_checkpoint(action, live, vmax)
+        # C. Ranks behind get the cached result of the smallest seqno.
+        smin = int(seqs.min())
+        if (seqs != smin).any():
+            return self._serve_cached(action, meta, seqs, smin)
+        # D. Everyone is at the same call: it must be the same call.
+        rows = [tuple(r) for r in table[:, [0, 3, 4, 5, 6]]]
+        if any(r != rows[0] for r in rows):
+            lines = "; ".join(f"rank {r}: {_row_text(table[r])}" for r in range(self.world_size))
+            raise MXNetError(f"collective: ranks disagree on the call to make ({lines}); every rank must "
+                             "issue the same sequence of collectives with the same sizes")
+        if action == COLLECTIVE:
+            result = execute()
+            self.cache[self.seqno] = (meta, result)
+            self.seqno += 1
+            return True, result
+        if action == CHECKPOINT:
+            # Hand our local model to the next rank before committing, so it survives our death.
+            replica = _shift(self.link, (self.rank + 1) % self.world_size,
+                             (self.rank - 1) % self.world_size, self._pending[1])
+            self._commit(replica)
+        return True, None
+
+    def _commit(self, replica: Optional[bytes]) -> None:
+        self.global_ckpt, self.local_ckpt = self._pending
+        if replica is not None:
+            self.replica = replica
+        self._pending = None
+        self.version += 1
+        self.seqno = 0
+        self.cache.clear()
+
+    def _serve_checkpoint(self, action: int, live: np.ndarray, vmax: int) -> Tuple[bool, Any]:
+        donor = int(np.flatnonzero(live)[0])
+        ckpt = self.global_ckpt
+        if isinstance(ckpt, tuple):        # lazy: serialise only now that someone needs it
+            ckpt = _pickle(ckpt[1])
+        version, gbytes = algorithms.broadcast_object(
+            self.link, (self.version, ckpt) if self.rank == donor else None, donor)
+        nxt, prv = (self.rank + 1) % self.world_size, (self.rank - 1) % self.world_size
+        mine = _shift(self.link, prv, nxt, self.replica)          # my local model, from my successor
+        replica = _shift(self.link, nxt, prv, self.local_ckpt)    # my predecessor's, to keep
+        if action != LOAD:
+            return False, None
+        self.version, self.seqno, self.global_ckpt, self.local_ckpt = version, 0, gbytes, mine
+        self.replica = replica
+        self.cache.clear()
+        gmodel = None if gbytes is None else pickle.loads(gbytes)
+        return True, (version, gmodel, None if mine is None else pickle.loads(mine))
+
+    def _serve_cached(self, action: int, meta: tuple, seqs: np.ndarray, smin: int) -> Tuple[bool, Any]:
+        donor = int(np.flatnonzero(seqs > smin)[0])
+        item = algorithms.broadcast_object(self.link, self.cache.get(smin) if self.rank == donor else None,
+                                           donor)
+        if self.seqno != smin:
+            return False, None
+        if action != COLLECTIVE or tuple(item[0]) != tuple(meta):
+            theirs = _KINDS[item[0][0]]
+            raise MXNetError(f"collective: rank {self.rank} replays call {smin} of version {self.version} as "
+                             f"{_ACTIONS[action] if action != COLLECTIVE else _KINDS[meta[0]]} {meta[1:]}, "
+                             f"but rank {donor} ran {theirs} {tuple(item[0][1:])} there; check that the "
+                             "restarted program issues the same sequence of calls")
+        self.cache[smin] = item
+        self.seqno += 1
+        return True, item[1]
+
+
+@register("mock")
+class MockEngine(RobustEngine):
+    """The robust engine plus failures injected at chosen calls, like Rabit's ``mock=`` option.
+
+    Parameters
+    ----------
+    mock : list of (rank, version, seqno[, ndeath]) or str
+        Die when this rank is about to make call ``seqno`` (a checkpoint counts as the call after
+        the version's collectives) of ``version``, on attempt ``ndeath`` (default 0, so a restarted
+        process does not die again). A string ``"r,v,s,n;r,v,s,n"`` or ``$MXREF_MOCK`` also work.
+        In a process the death is a real ``SIGKILL``; in a thread world it is ``MockKill``.
+    """
+
+    def __init__(self, mock: Any = None, **kwargs: Any) -> None:
+        mock = mock if mock is not None else os.environ.get("MXREF_MOCK", "")
+        if isinstance(mock, str):
+            mock = [tuple(int(x) for x in item.split(",")) for item in mock.split(";") if item.strip()]
+        self.kill_points = {(p[0], p[1], p[2], p[3] if len(p) > 3 else 0) for p in mock}
+        self._in_thread = kwargs.get("world") is not None
+        super().__init__(**kwargs)
+
+    def _run(self, action: int, meta: tuple, execute) -> Any:
+        if action in (COLLECTIVE, CHECKPOINT) and \
+                (self.rank, self.version, self.seqno, self.attempt) in self.kill_points:
+            if self._in_thread:
+                raise MockKill(f"mock: rank {self.rank} killed at version {self.version} seqno {self.seqno}")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super()._run(action, meta, execute)

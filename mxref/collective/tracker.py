@@ -1,0 +1,105 @@
+"""The tracker: the rendezvous where robust workers find each other, at start and after every failure.
+
+Protocol (one JSON line each way over TCP): a worker sends
+``{"cmd": "join", "rank": r, "addr": [host, port], "finishing": bool}`` and gets back, once all W
+ranks have joined, ``{"epoch": e, "peers": {rank: [host, port]}}``; it then connects to every
+peer. A restarted worker simply joins again under its rank. ``{"cmd": "done", "rank": r}`` says a
+rank left after the final consensus, which releases ranks still rejoining with ``finishing`` set
+(they get ``{"finished": true}``). ``{"cmd": "print", "msg": ...}`` prints on the tracker.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from typing import Dict, Optional, Tuple
+
+
+class Tracker:
+    """A threaded rendezvous server for ``world_size`` robust workers (start it, then the workers)."""
+
+    def __init__(self, world_size: int, host: str = "127.0.0.1", port: int = 0, out=None) -> None:
+        self.world_size = world_size
+        self.sock = socket.create_server((host, port), backlog=max(16, 2 * world_size))
+        self.host, self.port = self.sock.getsockname()[:2]
+        self.out = out or sys.stdout
+        self.epoch = 0
+        self._waiting: Dict[int, Tuple[socket.socket, list, bool]] = {}
+        self._done = False
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+
+    def start(self) -> "Tracker":
+        self._thread = threading.Thread(target=self._serve, name="collective-tracker", daemon=True)
+        self._thread.start()
+        return self
+
+    def env(self) -> Dict[str, str]:
+        """The environment a worker needs to find this tracker."""
+        return {"MXREF_TRACKER_URI": str(self.host), "MXREF_TRACKER_PORT": str(self.port),
+                "MXREF_WORLD_SIZE": str(self.world_size)}
+
+    def close(self) -> None:
+        self._closed = True
+        self.sock.close()
+        with self._lock:
+            for conn, _, _ in self._waiting.values():
+                conn.close()
+            self._waiting.clear()
+
+    def _serve(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            line = conn.makefile("r").readline()
+            msg = json.loads(line) if line else {}
+        except (OSError, ValueError):
+            conn.close()
+            return
+        cmd = msg.get("cmd")
+        if cmd == "print":
+            print(msg.get("msg", ""), file=self.out, flush=True)
+            conn.close()
+        elif cmd == "done":
+            with self._lock:
+                self._done = True
+                self._release_finishing()
+            conn.close()
+        elif cmd == "join":
+            with self._lock:
+                old = self._waiting.pop(int(msg["rank"]), None)
+                if old is not None:      # a restarted process replaces its dead predecessor
+                    old[0].close()
+                self._waiting[int(msg["rank"])] = (conn, msg["addr"], bool(msg.get("finishing")))
+                if len(self._waiting) == self.world_size:
+                    self._open_epoch()
+                elif self._done:
+                    self._release_finishing()
+        else:
+            conn.close()
+
+    def _reply(self, conn: socket.socket, obj) -> None:
+        try:
+            conn.sendall((json.dumps(obj) + "\n").encode())
+        except OSError:
+            pass
+        conn.close()
+
+    def _open_epoch(self) -> None:
+        self.epoch += 1
+        peers = {r: addr for r, (_, addr, _) in self._waiting.items()}
+        for conn, _, _ in self._waiting.values():
+            self._reply(conn, {"epoch": self.epoch, "peers": peers})
+        self._waiting.clear()
+
+    def _release_finishing(self) -> None:
+        for rank in [r for r, (_, _, fin) in self._waiting.items() if fin]:
+            self._reply(self._waiting.pop(rank)[0], {"finished": True})

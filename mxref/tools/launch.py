@@ -1,0 +1,104 @@
+"""Start a distributed job: ``python -m mxref.tools.launch -n W [-s S] [--engine robust] -- python prog.py``.
+
+* ``--engine mpi`` (default): runs ``mpiexec -n W+S`` with ``MXREF_NUM_SERVERS=S`` (the parameter
+  server's ranks ``0..S-1`` are servers). Without a hostfile everything stays on loopback
+  (``-launcher fork -iface lo``).
+* ``--engine robust``: starts the collective tracker here and W worker processes itself, with
+  ``MXREF_RANK``, ``MXREF_WORLD_SIZE``, ``MXREF_TRACKER_URI/PORT`` and ``MXREF_NUM_ATTEMPT``; a
+  worker that exits with an error (or is killed) is restarted, up to ``--max-restarts`` times.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import List, Optional
+
+
+def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m mxref.tools.launch", description=__doc__.split("\n")[0])
+    p.add_argument("-n", "--num-workers", type=int, required=True)
+    p.add_argument("-s", "--num-servers", type=int, default=0)
+    p.add_argument("--hostfile", default=None, help="mpiexec hostfile (mpi engine)")
+    p.add_argument("--engine", choices=["mpi", "robust"], default="mpi")
+    p.add_argument("--max-restarts", type=int, default=3, help="restarts allowed per worker (robust)")
+    p.add_argument("--mpiexec", default=None, help="the mpiexec to call (default: next to python, or PATH)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and its arguments")
+    args = p.parse_args(argv)
+    if args.command and args.command[0] == "--":
+        args.command = args.command[1:]
+    if not args.command:
+        p.error("no program given; put it after --")
+    if args.num_workers < 1 or args.num_servers < 0:
+        p.error("need -n >= 1 and -s >= 0")
+    return args
+
+
+def mpi_command(args: argparse.Namespace) -> List[str]:
+    """The mpiexec line for an mpi run (exposed for tests)."""
+    mpiexec = args.mpiexec or shutil.which("mpiexec", path=os.path.dirname(sys.executable)) \
+        or shutil.which("mpiexec") or "mpiexec"
+    where = ["-f", args.hostfile] if args.hostfile else ["-launcher", "fork", "-iface", "lo"]
+    return [mpiexec, *where, "-n", str(args.num_workers + args.num_servers), *args.command]
+
+
+def run_mpi(args: argparse.Namespace) -> int:
+    env = dict(os.environ, MXREF_NUM_SERVERS=str(args.num_servers))
+    if not args.hostfile:
+        env.setdefault("FI_TCP_IFACE", "lo")
+    return subprocess.call(mpi_command(args), env=env)
+
+
+def run_robust(args: argparse.Namespace) -> int:
+    from mxref.collective.tracker import Tracker
+    world = args.num_workers
+    tracker = Tracker(world).start()
+    base_env = dict(os.environ, MXREF_COLLECTIVE_ENGINE=os.environ.get("MXREF_COLLECTIVE_ENGINE", "robust"),
+                    **tracker.env())
+
+    def spawn(rank: int, attempt: int) -> subprocess.Popen:
+        env = dict(base_env, MXREF_RANK=str(rank), MXREF_NUM_ATTEMPT=str(attempt))
+        return subprocess.Popen(args.command, env=env)
+
+    procs = {r: spawn(r, 0) for r in range(world)}
+    attempts = dict.fromkeys(range(world), 0)
+    status = 0
+    try:
+        while procs:
+            time.sleep(0.02)
+            for rank, proc in list(procs.items()):
+                code = proc.poll()
+                if code is None:
+                    continue
+                del procs[rank]
+                if code == 0:
+                    continue
+                if attempts[rank] >= args.max_restarts:
+                    print(f"[launch] worker {rank} failed (exit {code}) after {attempts[rank]} restarts; "
+                          "stopping the job", file=sys.stderr, flush=True)
+                    status = code if code > 0 else 1
+                    for other in procs.values():
+                        other.kill()
+                    procs.clear()
+                    break
+                attempts[rank] += 1
+                print(f"[launch] worker {rank} exited with {code}; restart {attempts[rank]} of "
+                      f"{args.max_restarts}", file=sys.stderr, flush=True)
+                procs[rank] = spawn(rank, attempts[rank])
+    finally:
+        for proc in procs.values():
+            proc.kill()
+        tracker.close()
+    return status
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parse(argv)
+    return run_robust(args) if args.engine == "robust" else run_mpi(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
