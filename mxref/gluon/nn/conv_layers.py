@@ -46,9 +46,11 @@ class _Conv(HybridBlock):
         return "conv"
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        op = getattr(F, self._op_name)
-        out = op(x, weight, name="fwd", **self._kwargs) if bias is None else \
-            op(x, weight, bias, name="fwd", **self._kwargs)
+        # Inputs by keyword: Deconvolution's argument list depends on no_bias (default True).
+        inputs = {"data": x, "weight": weight}
+        if bias is not None:
+            inputs["bias"] = bias
+        out = getattr(F, self._op_name)(name="fwd", **inputs, **self._kwargs)
         return self.act(out) if self.act is not None else out
 
     def __repr__(self) -> str:
