@@ -129,14 +129,17 @@ class Comm:
 
     def request(self, dest: int, cmd: Cmd, key=None, meta: Optional[dict] = None,
                 data: Optional[np.ndarray] = None, recv_into: Optional[np.ndarray] = None,
-                callback: Optional[Callable] = None, timeout: Optional[float] = None) -> int:
+                callback: Optional[Callable] = None, timeout: Optional[float] = None,
+                what: Optional[str] = None) -> int:
         """Send a request; ``callback(message, error)`` runs on this thread when it is answered.
 
         ``recv_into`` receives the reply's data in place (its size must match). On an ERROR
         reply, a timeout or an MPI failure, ``error`` is an ``MXNetError`` and ``message`` None.
+        ``what`` names the request in those errors (default: the command and key).
         """
         timeout = kv_timeout() if timeout is None else timeout
-        what = f"{cmd.name} of key {key!r}" if key is not None else cmd.name
+        if what is None:
+            what = f"{cmd.name} of key {key!r}" if key is not None else cmd.name
         rid = next(self._rids)
         pend = _Pending(dest, what, callback, None if recv_into is None else _bytes(recv_into),
                         time.monotonic() + timeout)

@@ -233,11 +233,12 @@ class DistKVStore(LocalKVStore):
             for i, p in enumerate(parts):
                 part = flat[p.lo:p.hi]
                 m = dict(meta)
+                what = f"{cmd.name.lower()} of key {key!r}" + (f" (part {i})" if len(parts) > 1 else "")
                 if "shape" in m:
                     m["shape"] = shape if len(parts) == 1 else (p.hi - p.lo,)
                 if cmd == Cmd.PULL:
                     comm.request(p.server, cmd, (sid, key, i), m, recv_into=part, callback=count,
-                                 timeout=timeout)
+                                 timeout=timeout, what=what)
                     continue
                 if gc is not None:
                     residual = self._residual.get((key, i))
@@ -246,7 +247,7 @@ class DistKVStore(LocalKVStore):
                     part = gc.quantize(part, residual)
                     m["compressed"] = True
                 comm.request(p.server, cmd, (sid, key, i), m, data=part, callback=count,
-                             timeout=timeout)
+                             timeout=timeout, what=what)
         reads = [src] if src is not None and src is not buf else []
         _push_comm_op(start, reads, buf, priority, f"KVStoreDist{cmd.name.title()}")
 

@@ -1,0 +1,30 @@
+"""A worker that dies mid-training: the job ends quickly with a failure instead of hanging.
+
+The last worker leaves with ``os._exit(3)`` after two rounds, without telling anyone. mpiexec
+notices the dead process and ends the others; the pytest driver checks the exit status, the
+time taken and that the output names the dead process. With ``-disable-auto-cleanup`` the
+others live on, and the server's round timeout names the dead worker instead.
+"""
+import os
+
+import mxref as mx
+from mxref.kvstore import dist
+
+
+def main():
+    kv = dist.create("dist_sync")
+    n, r = kv.num_workers, kv.rank
+    kv.init(0, mx.nd.zeros((8,)))
+    out = mx.nd.zeros((8,))
+    for t in range(50):
+        if r == n - 1 and t == 2:
+            print(f"worker {r}: exiting abruptly", flush=True)
+            os._exit(3)
+        kv.push(0, mx.nd.ones((8,)))
+        kv.pull(0, out=out)
+        out.wait_to_read()
+    print(f"worker {r} of {n}: finished all rounds (unexpected)")
+
+
+if __name__ == "__main__":
+    main()

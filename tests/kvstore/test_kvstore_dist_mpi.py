@@ -1,0 +1,103 @@
+"""The dist kvstore under mpiexec: each script in tests/dist checks closed forms on every rank.
+
+Every job runs on loopback only, in a subprocess with a hard timeout, so a hang fails the test
+instead of the CI run; the tests skip when mpi4py or mpiexec is missing.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "tests" / "dist"
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+try:
+    import mpi4py  # noqa: F401
+    HAVE_MPI4PY = True
+except ImportError:
+    HAVE_MPI4PY = False
+
+pytestmark = pytest.mark.skipif(not (HAVE_MPI4PY and MPIEXEC),
+                                reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+
+
+def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), **env):
+    """Run ``script`` on ``workers + servers`` loopback processes; return the finished process."""
+    environ = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT), MXREF_NUM_SERVERS=str(servers),
+                   MXREF_KV_TIMEOUT="20")
+    environ.update({k: str(v) for k, v in env.items()})
+    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", *extra_flags, "-n", str(workers + servers),
+           sys.executable, str(SCRIPTS / script), *map(str, args)]
+    return subprocess.run(cmd, env=environ, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_all_ok(proc, workers):
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.stdout)) == \
+        [(str(r), str(workers)) for r in range(workers)], out
+
+
+@pytest.mark.parametrize("workers,servers", [(2, 1), (3, 2)])
+def test_sync_closed_forms_and_server_optimizer(workers, servers):
+    """Every worker pulls n(n+1)/2 x factor each round (int/str keys, split arrays, two contexts);
+    server-side SGD with momentum equals the single-process formula."""
+    assert_all_ok(run_job("kv_sync.py", workers, servers, MXNET_KVSTORE_BIGARRAY_BOUND=1000), workers)
+
+
+def test_sync_on_the_naive_engine():
+    """The same closed forms when the worker's engine runs every op at push (ops wait for replies)."""
+    assert_all_ok(run_job("kv_sync.py", 2, 2, MXNET_KVSTORE_BIGARRAY_BOUND=1000,
+                          MXNET_ENGINE_TYPE="NaiveEngine"), 2)
+
+
+def test_async_refusal_exact_totals_and_convergence():
+    """dist_async: a push without a server optimizer is refused; updates apply on arrival."""
+    assert_all_ok(run_job("kv_async.py", 3, 2), 3)
+
+
+@pytest.mark.parametrize("tau,via_env", [(0, False), (2, True)])
+def test_ssp_staleness_bound(tau, via_env):
+    """No pull is more than tau clocks stale, and a straggler makes the fast worker reach tau."""
+    env = {"MXREF_KV_STALENESS": tau} if via_env else {}
+    proc = run_job("kv_ssp.py", 3, 1, tau, **env)
+    assert_all_ok(proc, 3)
+    assert f"worker 0 of 3: OK (tau={tau}, max gap {tau})" in proc.stdout
+
+
+def test_unequal_batch_counts_finish():
+    """Workers with 3, 5 and 7 steps all finish; sync rounds count only the workers still running."""
+    assert_all_ok(run_job("kv_unequal.py", 3, 2), 3)
+
+
+def test_compression_matches_numpy_reference():
+    """2-bit pushes (residual on the worker, dequantized on the server) sum to the numpy reference."""
+    assert_all_ok(run_job("kv_compress.py", 3, 2, MXNET_KVSTORE_BIGARRAY_BOUND=1000), 3)
+
+
+def test_timeout_names_the_missing_worker():
+    """A worker that never pushes: the others' pulls fail with an error naming its ranks."""
+    proc = run_job("kv_timeout.py", 2, 1, MXREF_KV_TIMEOUT=2)
+    assert_all_ok(proc, 2)
+    assert "worker 1 (MPI rank 2) did not push within MXREF_KV_TIMEOUT=2s" in proc.stdout
+
+
+@pytest.mark.parametrize("cleanup", [True, False])
+def test_killed_worker_ends_the_job(cleanup):
+    """A worker killed mid-training ends the job with a failure, well before the test timeout:
+    mpiexec ends the others, or (auto cleanup off) the server's timeout names the dead worker."""
+    t0 = time.monotonic()
+    proc = run_job("kv_killed.py", 2, 1, MXREF_KV_TIMEOUT=3,
+                   extra_flags=() if cleanup else ("-disable-auto-cleanup",))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert time.monotonic() - t0 < 30, out
+    assert "worker 1: exiting abruptly" in out and "finished all rounds" not in out
+    if not cleanup:
+        assert "worker 1 (MPI rank 2) did not push" in out, out
