@@ -27,6 +27,8 @@ from . import visualization as viz  # noqa: E402,F401
 from . import registry  # noqa: E402,F401
 from . import lr_scheduler  # noqa: E402,F401
 from . import optimizer  # noqa: E402,F401
+from . import kvstore  # noqa: E402,F401
+from . import kvstore as kv  # noqa: E402,F401
 from . import initializer  # noqa: E402
 from . import initializer as init  # noqa: E402,F401
 from . import metric  # noqa: E402,F401
