@@ -129,7 +129,10 @@ SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
 class KLDivLoss(Loss):
-    """``label * (log(label) - pred)``, with ``pred`` a log-probability (``from_logits=True``, default)."""
+    """``sum(label * (log(label) - pred))``, ``pred`` a log-probability (``from_logits=True``, default).
+
+    NOTE: summed over the non-batch axes, not averaged like the other losses (as MXNet 1.9.1).
+    """
 
     def __init__(self, from_logits: bool = True, axis: int = -1, weight=None, batch_axis: int = 0, **kwargs):
         super().__init__(weight, batch_axis, **kwargs)
@@ -140,7 +143,8 @@ class KLDivLoss(Loss):
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
-        return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
 class HuberLoss(Loss):
