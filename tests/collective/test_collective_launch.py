@@ -1,0 +1,88 @@
+"""The launcher: mpi runs via mpiexec; robust runs with a tracker, restarts after SIGKILL and mock kills."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mxref.tools import launch
+
+ROOT = Path(__file__).resolve().parents[2]
+PROG = ROOT / "tests/dist/collective_robust_prog.py"
+
+
+def launch_run(args, env=None, timeout=120):
+    full_env = dict(os.environ, PYTHONPATH=str(ROOT), FI_TCP_IFACE="lo", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "mxref.tools.launch", *args], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def expected(world, iters=4):
+    """The failure-free result, in closed form: every rank can check it alone."""
+    model = np.zeros(4)
+    for it in range(iters):
+        grad = sum(np.arange(4.0) * (r + 1) + it for r in range(world))
+        model = model * 0.5 + grad + float(world - 1 + it)
+    return model.tolist()
+
+
+def check_results(proc, world):
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [json.loads(m) for m in re.findall(r'\{"rank".*?\}', proc.stdout)]
+    assert sorted(d["rank"] for d in lines) == list(range(world)), proc.stdout + proc.stderr
+    for d in lines:
+        assert d["model"] == expected(world) and d["version"] == 4 and d["world"] == world
+        assert d["local"] == 4 * (d["rank"] + 1)
+
+
+def test_sigkilled_worker_is_restarted_and_the_job_finishes_identically():
+    """Rank 1 SIGKILLed mid-iteration 2 (after the ring allreduce): restarted once, same results."""
+    proc = launch_run(["-n", "3", "--engine", "robust", "--max-restarts", "2", "--", sys.executable,
+                       str(PROG)], env={"KILL_AT": "1,2"})
+    check_results(proc, 3)
+    assert "worker 1 exited with -9; restart 1 of 2" in proc.stderr
+
+
+def test_mock_engine_kills_during_a_checkpoint_and_before_the_first():
+    """MXREF_MOCK kills rank 0 at its first call and rank 1 inside checkpoint 1 (real SIGKILLs)."""
+    proc = launch_run(["-n", "2", "--engine", "robust", "--", sys.executable, str(PROG)],
+                      env={"MXREF_COLLECTIVE_ENGINE": "mock", "MXREF_MOCK": "0,0,0;1,1,2"})
+    check_results(proc, 2)
+    assert "worker 0 exited with -9" in proc.stderr and "worker 1 exited with -9" in proc.stderr
+
+
+def test_a_worker_failing_past_max_restarts_stops_the_job():
+    """A worker that keeps failing is restarted K times, then the launcher gives up with its code."""
+    proc = launch_run(["-n", "2", "--engine", "robust", "--max-restarts", "1", "--", sys.executable, "-c",
+                       "import os, sys; sys.exit(3 if os.environ['MXREF_RANK'] == '1' else 0)"], timeout=30)
+    assert proc.returncode == 3
+    assert "worker 1 failed (exit 3) after 1 restarts" in proc.stderr
+
+
+def test_mpi_runs_call_mpiexec_with_the_server_count():
+    """An mpi launch runs W+S processes on loopback with MXREF_NUM_SERVERS=S."""
+    args = launch._parse(["-n", "2", "-s", "1", "--", "python", "x.py"])
+    cmd = launch.mpi_command(args)
+    assert cmd[1:] == ["-launcher", "fork", "-iface", "lo", "-n", "3", "python", "x.py"]
+    hostfile = launch.mpi_command(launch._parse(["-n", "4", "--hostfile", "hosts", "--", "p"]))
+    assert hostfile[1:] == ["-f", "hosts", "-n", "4", "p"]
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        pytest.skip("the mpi launch itself needs mpi4py and mpiexec")
+    proc = launch_run(["-n", "2", "-s", "1", "--", sys.executable, "-c",
+                       "import os; print('servers', os.environ['MXREF_NUM_SERVERS'])"], timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("servers 1") == 3
+
+
+def test_bad_command_lines():
+    """No program, or a world of zero workers, is a usage error."""
+    with pytest.raises(SystemExit):
+        launch._parse(["-n", "2"])
+    with pytest.raises(SystemExit):
+        launch._parse(["-n", "0", "--", "p"])
