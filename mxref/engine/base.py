@@ -97,7 +97,9 @@ class ErrorBook:
     """The error rules shared by every engine (MXNet's ``OnStart``/``OnComplete``/``Throw``).
 
     * ``inherited(...)``: an op touching a variable with an error is skipped and inherits it.
-    * ``record(err)``: a new error joins the global list (``wait_for_all`` raises the oldest).
+    * ``record(err)``: a new error joins the global list; ``wait_for_all`` raises the oldest
+      recorded one (completion order, as MXNet: independent failures on two workers may record
+      in either order).
     * ``raise_for_var(var)`` / ``raise_all()``: raise once, then the error is cleared everywhere.
 
     Clearing happens at a wait, but ops pushed *before* that wait may run after it on a threaded
