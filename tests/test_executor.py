@@ -68,16 +68,20 @@ def test_grad_req_null_gives_none_and_dict_defaults_to_null():
         mlp().simple_bind(mx.cpu(), grad_req="sometimes", data=(4, 7))
 
 
-@pytest.mark.parametrize("name", ["mlp_small", "bn_small"])
+@pytest.mark.parametrize("name", ["mlp_small", "bn_small", "resblock", "concat_slice"])
 def test_forward_backward_match_mxnet(name):
-    """One training step on fixed inputs gives MXNet 1.9.1's outputs, gradients and aux updates."""
+    """One training step on fixed inputs gives MXNet 1.9.1's outputs, gradients and aux updates
+    (residual sums, BatchNorm statistics, a multi-output split and a two-output group)."""
     sym, shapes, grad_req = _case(name)
     ex = sym.simple_bind(mx.cpu(), grad_req=grad_req, **shapes)
     _fill(ex, name)
     outs = ex.forward(is_train=True)
-    heads = None if name == "mlp_small" else [mx.nd.array(ARRAYS[f"{name}/head/0"])]
+    heads = None    # loss layers need none; the other cases recorded the ones MXNet was given
+    if name in ("bn_small", "concat_slice"):
+        heads = [mx.nd.array(ARRAYS[f"{name}/head/{i}"]) for i in range(len(outs))]
     ex.backward(heads)
-    np.testing.assert_allclose(outs[0].asnumpy(), ARRAYS[f"{name}/out/0"], rtol=1e-5, atol=1e-6)
+    for i, out in enumerate(outs):
+        np.testing.assert_allclose(out.asnumpy(), ARRAYS[f"{name}/out/{i}"], rtol=1e-5, atol=1e-6)
     for k, g in ex.grad_dict.items():
         if grad_req[k] != "null":
             np.testing.assert_allclose(g.asnumpy(), ARRAYS[f"{name}/grad/{k}"], rtol=1e-4, atol=1e-5,
