@@ -51,8 +51,8 @@ def test_trace_has_one_span_per_op_on_named_worker_threads(prof, eng):
     two independent ops overlap in time on two different worker threads."""
     profiler.set_state("run")
     assert profiler.state() == "run"
-    eng.push_sync(_sleep_op(0.05), CPU, (), (eng.new_variable(),), name="left")
-    eng.push_sync(_sleep_op(0.05), CPU, (), (eng.new_variable(),), name="right")
+    eng.push_sync(_sleep_op(0.1), CPU, (), (eng.new_variable(),), name="left")
+    eng.push_sync(_sleep_op(0.1), CPU, (), (eng.new_variable(),), name="right")
     eng.wait_for_all()
     profiler.set_state("stop")
     profiler.dump()
@@ -60,7 +60,7 @@ def test_trace_has_one_span_per_op_on_named_worker_threads(prof, eng):
     spans = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X"}
     assert {"left", "right"} <= set(spans)
     left, right = spans["left"], spans["right"]
-    assert left["dur"] >= 40_000 and left["tid"] != right["tid"]                 # microseconds
+    assert left["dur"] >= 80_000 and left["tid"] != right["tid"]                 # microseconds
     assert left["ts"] < right["ts"] + right["dur"] and right["ts"] < left["ts"] + left["dur"]
     names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
     assert {"cpu(0) worker 0", "cpu(0) worker 1"} <= names
