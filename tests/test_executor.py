@@ -342,3 +342,27 @@ def test_two_arguments_sharing_one_gradient_entry_get_separate_arrays():
     assert ex.grad_dict["x"] is not ex.grad_dict["w"]
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), [1, 2])
     np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), [1, 2])
+
+
+def test_imperative_writes_after_forward_wait_for_it():
+    """Executor ops and NDArray ops share one engine: a write to an argument pushed right after
+    forward() waits until forward has read it, and a read of the output waits for forward."""
+    sym = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=256, no_bias=True, name="fc")
+    ex = sym.simple_bind(mx.cpu(), grad_req="null", x=(256, 256))
+    ex.arg_dict["fc_weight"][:] = 1.0
+    ex.arg_dict["x"][:] = 1.0
+    out = ex.forward()[0]
+    ex.arg_dict["x"][:] = 2.0                # must not leak into the pushed forward
+    total = (out * 1).asnumpy()
+    np.testing.assert_array_equal(total, np.full((256, 256), 256.0))
+    np.testing.assert_array_equal(ex.forward()[0].asnumpy(), np.full((256, 256), 512.0))
+
+
+def test_segment_sizes_follow_the_bulk_flags(monkeypatch):
+    monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", "2")
+    monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD", "3")
+    ex = mlp().simple_bind(mx.cpu(), data=(4, 7))
+    assert [len(s.ops) for s in ex._fwd_segments] == [2, 2, 2]      # fc, relu, fc, relu, fc, softmax
+    assert all(len(s.ops) <= 3 for s in ex._bwd_segments) and len(ex._bwd_segments) >= 3
+    inference = mlp().simple_bind(mx.cpu(), grad_req="null", data=(4, 7))
+    assert len(inference._fwd_segments) == 1 and not inference._bwd_segments
