@@ -100,3 +100,8 @@ def test_killed_worker_ends_the_job(cleanup):
     assert "worker 1: exiting abruptly" in out and "finished all rounds" not in out
     if not cleanup:
         assert "worker 1 (MPI rank 2) did not push" in out, out
+
+
+def test_module_fit_and_gluon_trainer_data_parallel():
+    """Module.fit and gluon.Trainer over dist_sync on sharded data give the single-process weights."""
+    assert_all_ok(run_job("kv_module.py", 2, 1), 2)
