@@ -286,6 +286,16 @@ class Executor:
 # bind / simple_bind
 # ---------------------------------------------------------------------------------------------
 
+def _input_names(symbol, what: str):
+    """Argument and auxiliary-state names; two inputs with one name cannot be told apart."""
+    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    names = arg_names + aux_names
+    if len(set(names)) != len(names):
+        dups = sorted({n for n in names if names.count(n) > 1})
+        raise MXNetError(f"{what}: the symbol has several inputs named {dups}; give them distinct names")
+    return arg_names, aux_names
+
+
 def _grad_req_dict(grad_req, arg_names: List[str]) -> Dict[str, str]:
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in arg_names}
@@ -369,7 +379,7 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req: Union[str, list, 
     shared_exec : Executor, optional
         Reuse that executor's memory pool for intermediate results.
     """
-    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    arg_names, aux_names = _input_names(symbol, "bind")
     arg_arrays = _arrays_in("args", args, arg_names, False)
     if args_grad is None:
         grad_arrays = [None] * len(arg_names)
@@ -442,7 +452,7 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     """
     if stype_dict and any(s not in ("default", None) for s in stype_dict.values()):
         raise MXNetError("simple_bind: sparse storage types (stype_dict) are not supported")
-    arg_names, aux_names = symbol.list_arguments(), symbol.list_auxiliary_states()
+    arg_names, aux_names = _input_names(symbol, "simple_bind")
     for key in kwargs:
         if key not in arg_names and key not in aux_names:
             raise MXNetError(f"simple_bind: keyword argument '{key}' is not an input; inputs are "

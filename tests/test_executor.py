@@ -366,3 +366,9 @@ def test_segment_sizes_follow_the_bulk_flags(monkeypatch):
     assert all(len(s.ops) <= 3 for s in ex._bwd_segments) and len(ex._bwd_segments) >= 3
     inference = mlp().simple_bind(mx.cpu(), grad_req="null", data=(4, 7))
     assert len(inference._fwd_segments) == 1 and not inference._bwd_segments
+
+
+def test_two_inputs_with_one_name_are_refused():
+    sym = mx.sym.elemwise_add(mx.sym.Variable("x"), mx.sym.Variable("x"))
+    with pytest.raises(MXNetError, match="several inputs named"):
+        sym.simple_bind(mx.cpu(), x=(2,))
