@@ -1,0 +1,109 @@
+"""gluon.rnn: fused layers equal their cells unrolled with the same weights; hybridized == imperative
+(outputs, states and gradients); layouts, states and cell stacking."""
+import numpy as np
+import pytest
+
+import mxref as mx
+from mxref import autograd
+from mxref.gluon import rnn
+
+
+def copy_layer_to_cell(layer, cell):
+    for name in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias"):
+        getattr(cell, name).set_data(getattr(layer, "l0_" + name).data())
+
+
+@pytest.mark.parametrize("layer_cls,cell_cls,kwargs", [
+    (rnn.LSTM, rnn.LSTMCell, {}), (rnn.GRU, rnn.GRUCell, {}),
+    (rnn.RNN, rnn.RNNCell, {"activation": "tanh"})])
+def test_fused_layer_equals_unrolled_cell(layer_cls, cell_cls, kwargs):
+    """One fused layer gives the outputs and final states of its cell unrolled step by step."""
+    mx.random.seed(3)
+    x = mx.nd.random.uniform(-1, 1, shape=(5, 2, 3))            # TNC
+    layer = layer_cls(4, input_size=3, **kwargs)
+    layer.initialize(mx.init.Uniform(0.5))
+    cell = cell_cls(4, input_size=3, **kwargs) if cell_cls is rnn.RNNCell else cell_cls(4, input_size=3)
+    cell.initialize()
+    copy_layer_to_cell(layer, cell)
+    states = layer.begin_state(2)
+    out, last = layer(x, states)
+    cell_out, cell_last = cell.unroll(5, x, begin_state=[s[0] for s in states], layout="TNC",
+                                      merge_outputs=True)
+    np.testing.assert_allclose(out.asnumpy(), cell_out.asnumpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(last, cell_last):
+        np.testing.assert_allclose(a.asnumpy()[0], b.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def grads_of(block, x, states=None):
+    xx = x.copy()
+    xx.attach_grad()
+    with autograd.record():
+        out = block(xx) if states is None else block(xx, states)[0]
+        loss = (out * out).sum()
+    loss.backward()
+    return [out.asnumpy(), xx.grad.asnumpy()] + [p.grad().asnumpy().copy()
+                                                 for p in block.collect_params().values()]
+
+
+@pytest.mark.parametrize("layer", [lambda: rnn.LSTM(3, num_layers=2, bidirectional=True),
+                                   lambda: rnn.GRU(3, layout="NTC"), lambda: rnn.RNN(3, num_layers=2)])
+def test_hybridized_layer_equals_imperative(layer):
+    """Forward values, input gradients and weight gradients agree with and without hybridize."""
+    blk = layer()
+    blk.initialize(mx.init.Uniform(0.3))
+    x = mx.nd.random.uniform(-1, 1, shape=(4, 2, 5))
+    imperative = grads_of(blk, x)
+    blk.hybridize()
+    for a, b in zip(grads_of(blk, x), imperative):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_layouts_and_states():
+    """NTC is TNC with the first two axes swapped; states in give states out; bad states raise."""
+    tnc = rnn.LSTM(3, input_size=2)
+    tnc.initialize()
+    ntc = rnn.LSTM(3, input_size=2, layout="NTC", params=tnc.collect_params())
+    x = mx.nd.random.uniform(shape=(4, 2, 2))
+    y_tnc = tnc(x)
+    y_ntc = ntc(x.swapaxes(0, 1))
+    np.testing.assert_allclose(y_ntc.swapaxes(0, 1).asnumpy(), y_tnc.asnumpy(), rtol=1e-6)
+    out, states = tnc(x, tnc.begin_state(2))
+    assert out.shape == (4, 2, 3) and [s.shape for s in states] == [(1, 2, 3), (1, 2, 3)]
+    with pytest.raises(ValueError, match="Invalid recurrent state shape"):
+        tnc(x, tnc.begin_state(5))
+    with pytest.raises(ValueError, match="Invalid layout"):
+        rnn.GRU(3, layout="CTN")
+
+
+def test_cells_hybridize_and_stack():
+    """A hybridized cell step equals the imperative one; SequentialRNNCell chains cells and states."""
+    cell = rnn.GRUCell(4)
+    cell.initialize()
+    x, h = mx.nd.random.uniform(shape=(2, 3)), [mx.nd.random.uniform(shape=(2, 4))]
+    out, new = cell(x, h)
+    cell.hybridize()
+    out_h, new_h = cell(x, h)
+    np.testing.assert_allclose(out_h.asnumpy(), out.asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(new_h[0].asnumpy(), new[0].asnumpy(), rtol=1e-5)
+    stack = rnn.SequentialRNNCell()
+    with stack.name_scope():
+        stack.add(rnn.LSTMCell(4))
+        stack.add(rnn.RNNCell(2))
+    stack.initialize()
+    outs, states = stack.unroll(3, mx.nd.ones((2, 3, 5)), layout="NTC")
+    assert len(outs) == 3 and outs[0].shape == (2, 2)
+    assert [s.shape for s in states] == [(2, 4), (2, 4), (2, 2)]
+    assert len(stack.state_info()) == 3 and len(stack) == 2
+
+
+def test_cell_unroll_gradient_reaches_weights():
+    """Backward through an unrolled LSTMCell fills every weight gradient."""
+    cell = rnn.LSTMCell(3)
+    cell.initialize()
+    x = mx.nd.random.uniform(shape=(2, 4, 5))
+    with autograd.record():
+        outs, _ = cell.unroll(4, x, merge_outputs=True)
+        loss = outs.sum()
+    loss.backward()
+    for p in cell.collect_params().values():
+        assert np.abs(p.grad().asnumpy()).sum() > 0, p.name
