@@ -1,0 +1,388 @@
+"""``HybridBlock`` (trace ``hybrid_forward`` into a Symbol, run it through a cached executor) and
+``SymbolBlock`` (a HybridBlock made from a Symbol, e.g. files written by ``export``).
+
+How ``hybridize`` works is in ``docs/architecture/gluon.md``; in short: ``hybrid_forward`` is
+called once with ``F = mx.sym`` and symbol variables, which traces it into a Symbol; that Symbol is
+bound (``mxref.executor.bind``) to the Parameters' own arrays, once per input signature, and each
+call copies the inputs in and pushes the executor. Under ``autograd.record()`` the whole call is
+one recorded node (an ``autograd.Function``) whose backward runs the executor's backward.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+import weakref
+from typing import Dict, List, Optional
+
+from .. import autograd
+from .. import ndarray as nd
+from .. import symbol as _symbol
+from ..base import MXNetError
+from ..executor import bind as _bind
+from ..ndarray.ndarray import NDArray
+from .block import Block, _flatten, _regroup
+from .parameter import DeferredInitializationError, Parameter, ParameterDict
+
+__all__ = ["HybridBlock", "SymbolBlock"]
+
+
+
+class _CachedCall(autograd.Function):
+    """One hybridized call recorded as one autograd node; backward is the executor's backward."""
+
+    def __init__(self, entry: "_ExecEntry"):
+        super().__init__()
+        self.entry = entry
+        entry.busy = True
+        # NOTE: the executor's buffers hold this call's forward values until its backward has run
+        # (or the recorded graph is dropped); another call meanwhile binds a second executor.
+        weakref.finalize(self, entry.release)
+
+    def forward(self, *inputs):
+        return self.entry.run_forward(inputs[:self.entry.num_data])
+
+    def backward(self, *ograds):
+        entry = self.entry
+        entry.executor.backward(list(ograds), is_train=True)
+        return entry.input_grads()
+
+
+class _ExecEntry:
+    """An executor bound to one input signature, with what a call needs to use it."""
+
+    def __init__(self, executor, data_names: List[str], grad_names: List[str],
+                 grad_params: List[Parameter]):
+        self.executor = executor
+        self.data_names = data_names
+        self.grad_names = grad_names          # the data inputs then the parameters taking a gradient
+        self.grad_params = grad_params
+        self.num_data = len(data_names)
+        self.busy = False
+        self._zeros: Dict[str, NDArray] = {}
+
+    def release(self) -> None:
+        self.busy = False
+
+    def run_forward(self, data) -> List[NDArray]:
+        ex = self.executor
+        for name, x in zip(self.data_names, data):
+            ex.arg_dict[name][:] = x
+        ex.forward(is_train=autograd.is_training())
+        # Copies: the executor overwrites its outputs on the next call.
+        return [o.copy() for o in ex.outputs]
+
+    def input_grads(self) -> List[NDArray]:
+        grads = self.executor.grad_dict
+        out = []
+        for name in self.grad_names:
+            g = grads.get(name)
+            if g is None:       # an input that takes no gradient: zeros of its shape
+                if name not in self._zeros:
+                    arr = self.executor.arg_dict[name]
+                    self._zeros[name] = nd.zeros(arr.shape, arr.context, arr.dtype)
+                g = self._zeros[name]
+            out.append(g)
+        return out
+
+
+class HybridBlock(Block):
+    """A Block whose computation ``hybrid_forward(F, x, *args, **params)`` works on NDArrays
+    (``F = mx.nd``) and on Symbols (``F = mx.sym``), so that ``hybridize()`` can trace it into a
+    graph run by an executor.
+
+    Parameters registered on the block arrive in ``hybrid_forward`` as keyword arguments by
+    attribute name (``weight``, ``bias``): NDArrays imperatively, symbol variables when traced.
+    """
+
+    def __init__(self, prefix: Optional[str] = None, params: Optional[ParameterDict] = None):
+        super().__init__(prefix=prefix, params=params)
+        self._cached_graph = ()
+        self._cached_execs: Dict[tuple, List[_ExecEntry]] = {}
+        self._param_table: Optional[Dict[str, Parameter]] = None
+        self._params_ready = False
+        self._out_format = None
+        self._in_format = None
+        self._active = False
+        self._flags: Dict[str, object] = {}
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock):
+            self._clear_cached_op()
+
+    def register_child(self, block: Block, name: Optional[str] = None) -> None:
+        if not isinstance(block, HybridBlock):
+            raise ValueError(f"Children of HybridBlock must also be HybridBlock, but {block} has type "
+                             f"{type(block)}. If you are using Sequential, please try HybridSequential "
+                             "instead.")
+        super().register_child(block, name)
+        self._clear_cached_op()
+
+    def _clear_cached_op(self) -> None:
+        self._cached_graph = ()
+        self._cached_execs = {}
+        self._param_table = None
+        self._params_ready = False
+
+    def hybridize(self, active: bool = True, static_alloc: bool = False, static_shape: bool = False,
+                  **kwargs) -> None:
+        """Run through a traced Symbol and executor from the next call on (``active=False``: undo).
+
+        The executor always plans its memory once per input signature and keeps it, which is
+        what ``static_alloc`` and ``static_shape`` ask MXNet's CachedOp for; the flags are kept
+        for compatibility.
+        """
+        self._active = active
+        self._flags = dict(static_alloc=static_alloc, static_shape=static_shape, **kwargs)
+        self._clear_cached_op()
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f'"{self.name}" is being hybridized while still having forward hook/pre-hook. '
+                          "If it is a child of HybridBlock, the hooks will not take effect.", stacklevel=2)
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape, **kwargs)
+
+    def cast(self, dtype) -> None:
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    # -- tracing ------------------------------------------------------------------------------
+    def _get_graph(self, *args):
+        if not self._cached_graph:
+            flat, self._in_format = _flatten(args, "input")
+            if len(flat) > 1:
+                inputs = [_symbol.var(f"data{i}") if a is not None else None for i, a in enumerate(flat)]
+            else:
+                inputs = [_symbol.var("data") if flat[0] is not None else None]
+            grouped, _ = _regroup(inputs, self._in_format)
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            with self.name_scope():
+                out = self.hybrid_forward(_symbol, *grouped, **params)
+            out, self._out_format = _flatten(out, "output")
+            self._cached_graph = [i for i in inputs if i is not None], _symbol.Group(out)
+        return self._cached_graph
+
+    def _infer_attrs(self, kind: str, *args) -> None:
+        inputs, out = self._get_graph(*args)
+        flat = [a for a in _flatten(args, "input")[0] if a is not None]
+        given = {i.name: getattr(a, kind) for i, a in zip(inputs, flat)}
+        if kind == "shape":
+            arg, _, aux = out.infer_shape_partial(**given)
+        else:
+            arg, _, aux = out.infer_type_partial(**given)
+        found = dict(zip(out.list_arguments(), arg))
+        found.update(zip(out.list_auxiliary_states(), aux))
+        for p in self.collect_params().values():
+            value = found.get(p.name)
+            if value is not None and (kind != "shape" or len(value)):
+                setattr(p, kind, value)
+
+    def infer_shape(self, *args) -> None:
+        """Fill in the parameters' unknown dimensions from the inputs' shapes."""
+        self._infer_attrs("shape", *args)
+
+    def infer_type(self, *args) -> None:
+        """Fill in the parameters' dtypes from the inputs' dtypes."""
+        self._infer_attrs("dtype", *args)
+
+    def _deferred_infer_shape(self, *args) -> None:
+        try:
+            self.infer_shape(*args)
+        except Exception as exc:
+            raise ValueError("Deferred initialization failed because shape cannot be inferred. "
+                             f"{exc}") from exc
+
+    # -- running ------------------------------------------------------------------------------
+    def _executor(self, args, flat: List[NDArray], recording: bool) -> _ExecEntry:
+        """A free executor for this input signature (bound on first use)."""
+        inputs, out = self._get_graph(*args)
+        ctx = flat[0].context
+        if self._param_table is None:
+            self._param_table = {p.name: p for p in self.collect_params().values()}
+        params = self._param_table
+        needs_grad = tuple(recording and autograd._live_entry(x) is not None for x in flat)
+        # The parameters' arrays are part of the key: re-initialization or cast makes new ones.
+        key = (tuple((x.shape, x.dtype) for x in flat), ctx, recording, needs_grad,
+               tuple(id(p._data.get(ctx)) if p._data else 0 for p in params.values()))
+        for entry in self._cached_execs.get(key, ()):
+            if not entry.busy:
+                return entry
+        data_names = [i.name for i in inputs]
+        args, grads, reqs = {}, {}, {}
+        for name, x, wants in zip(data_names, flat, needs_grad):
+            args[name] = nd.zeros(x.shape, ctx, x.dtype)
+            if wants:
+                grads[name] = nd.zeros(x.shape, ctx, x.dtype)
+        grad_names, grad_params = list(data_names), []
+        for name in out.list_arguments():
+            if name in args:
+                continue
+            if name not in params:
+                raise MXNetError(f"Unknown input to HybridBlock: {name}")
+            p = params[name]
+            args[name] = p.data(ctx)
+            if recording and p.grad_req != "null":
+                grads[name] = nd.zeros(p.shape, ctx, p.dtype)
+                reqs[name] = "write"
+                grad_names.append(name)
+                grad_params.append(p)
+        for name in data_names:
+            reqs[name] = "write" if name in grads else "null"
+        aux = {name: params[name].data(ctx) for name in out.list_auxiliary_states()}
+        executor = _bind(out, ctx, args, grads or None, reqs, aux)
+        entry = _ExecEntry(executor, data_names, grad_names, grad_params)
+        self._cached_execs.setdefault(key, []).append(entry)
+        return entry
+
+    def _call_cached_op(self, *args):
+        flat, fmt = _flatten(args, "input")
+        if self._cached_graph and fmt != self._in_format and not isinstance(self, SymbolBlock):
+            self._clear_cached_op()     # another input structure (a list of states, None): retrace
+        self._get_graph(*args)
+        flat = [a for a in flat if a is not None]
+        ctx = flat[0].context
+        if not self._params_ready:
+            try:
+                for p in self.collect_params().values():
+                    p.data(ctx)
+            except DeferredInitializationError:
+                self._deferred_infer_shape(*args)
+                for p in self.collect_params().values():
+                    p._finish_deferred_init()
+            self._params_ready = True
+        recording = autograd.is_recording()
+        entry = self._executor(args, flat, recording)
+        if recording:
+            outs = _CachedCall(entry)(*flat, *[p.data(ctx) for p in entry.grad_params])
+        else:
+            outs = entry.run_forward(flat)
+        outs = [outs] if isinstance(outs, NDArray) else list(outs)
+        return _regroup(outs, self._out_format)[0]
+
+    def forward(self, x, *args):
+        """Run ``hybrid_forward`` on NDArrays (imperatively, or through the cached executor when
+        hybridized), or trace it when given Symbols."""
+        if isinstance(x, NDArray):
+            with x.context:
+                if self._active:
+                    return self._call_cached_op(x, *args)
+                try:
+                    params = {k: v.data(x.context) for k, v in self._reg_params.items()}
+                except DeferredInitializationError:
+                    self._deferred_infer_shape(x, *args)
+                    for p in self._params.values():
+                        p._finish_deferred_init()
+                    params = {k: v.data(x.context) for k, v in self._reg_params.items()}
+                return self.hybrid_forward(nd, x, *args, **params)
+        if not isinstance(x, _symbol.Symbol):
+            raise MXNetError(f"HybridBlock requires the first argument to forward be either Symbol or "
+                             f"NDArray, but got {type(x)}")
+        params = {k: v.var() for k, v in self._reg_params.items()}
+        with self.name_scope():
+            return self.hybrid_forward(_symbol, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        """Override: the computation, written with ``F`` (``mx.nd`` or ``mx.sym``)."""
+        raise NotImplementedError
+
+    def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True):
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (``arg:``/``aux:`` names), as MXNet does.
+
+        The block must have been hybridized and run once (the traced graph is what is written).
+        """
+        if not self._cached_graph:
+            raise RuntimeError("Please first call block.hybridize() and then run forward with this block "
+                               "at least once before calling export.")
+        sym = self._cached_graph[1]
+        sym_file = f"{path}-symbol.json"
+        sym.save(sym_file, remove_amp_cast=remove_amp_cast)
+        arg_names, aux_names = set(sym.list_arguments()), set(sym.list_auxiliary_states())
+        arg_dict = {}
+        for name, p in self.collect_params().items():
+            if name in arg_names:
+                arg_dict[f"arg:{name}"] = p._reduce()
+            elif name in aux_names:
+                arg_dict[f"aux:{name}"] = p._reduce()
+        params_file = f"{path}-{epoch:04d}.params"
+        nd.save(params_file, arg_dict)
+        return sym_file, params_file
+
+
+def _common_prefix(names: List[str]) -> str:
+    if not names:
+        return ""
+    prefix = names[0]
+    for name in names:
+        i = 0
+        while i < min(len(prefix), len(name)) and prefix[i] == name[i]:
+            i += 1
+        prefix = prefix[:i]
+    return prefix
+
+
+class SymbolBlock(HybridBlock):
+    """A HybridBlock made from a Symbol: ``SymbolBlock(outputs, inputs, params=None)``.
+
+    Every argument of ``outputs`` that is not an input becomes a Parameter (auxiliary states
+    with ``grad_req='null'``), shapes found on the first forward.
+
+    >>> net = SymbolBlock.imports('model-symbol.json', ['data'], 'model-0000.params')
+    """
+
+    @staticmethod
+    def imports(symbol_file: str, input_names, param_file: Optional[str] = None, ctx=None,
+                allow_missing: bool = False, ignore_extra: bool = False) -> "SymbolBlock":
+        """Load a network written by ``export`` (or by MXNet's ``export``/``save_checkpoint``)."""
+        sym = _symbol.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        inputs = [_symbol.var(i) for i in input_names]
+        ret = SymbolBlock(sym, inputs)
+        if param_file is not None:
+            ret.collect_params().load(param_file, ctx, allow_missing, ignore_extra, cast_dtype=True,
+                                      dtype_source="saved")
+        return ret
+
+    def __init__(self, outputs, inputs, params: Optional[ParameterDict] = None):
+        super().__init__(prefix=None, params=None)
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        if isinstance(inputs, _symbol.Symbol) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
+            outputs = outputs[0]
+        syms, self._in_format = _flatten(inputs, "input")
+        out, self._out_format = _flatten(outputs, "output")
+        out = _symbol.Group(out)
+        input_names = {s.name for s in syms}
+        for name in out.list_arguments():
+            if name not in input_names:
+                self.params.get(name, allow_deferred_init=True)
+        for name in out.list_auxiliary_states():
+            if name not in input_names:
+                self.params.get(name, grad_req="null", allow_deferred_init=True)
+        self._cached_graph = syms, out
+        n = len(_common_prefix(list(self._params.keys())))
+        self._reg_params = {k[n:]: v for k, v in self._params.items()}
+
+    def forward(self, x, *args):
+        if isinstance(x, NDArray):
+            with x.context:
+                return self._call_cached_op(x, *args)
+        if not isinstance(x, _symbol.Symbol):
+            raise MXNetError(f"SymbolBlock requires Symbol or NDArray input, got {type(x)}")
+        flat, _ = _flatten([x, *args], "input")
+        ret = copy.copy(self._cached_graph[1])
+        ret._compose(**{k.name: v for k, v in zip(self._cached_graph[0], flat)})
+        return _regroup(list(ret), self._out_format)[0]
+
+    def _clear_cached_op(self) -> None:
+        graph = self._cached_graph
+        super()._clear_cached_op()
+        self._cached_graph = graph
+
+    def cast(self, dtype) -> None:
+        self._clear_cached_op()
+        Block.cast(self, dtype)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError
+
