@@ -28,8 +28,8 @@ from ..ops.registry import OpContext, OpDef
 from .chunk import Chunk
 from .ndarray import NDArray
 
-__all__ = ["invoke", "invoke_name", "invoke_scalar", "parse_params", "is_training", "set_is_training",
-           "set_record_hook"]
+__all__ = ["invoke", "invoke_name", "invoke_plain", "invoke_scalar", "parse_params", "is_training",
+           "set_is_training", "set_record_hook"]
 
 _OPS = registry._OPS      # name -> OpDef; read directly to keep the per-call lookup to one dict access
 _KERNELS = registry._KERNELS
@@ -171,7 +171,18 @@ def invoke_name(name: str, inputs: List[NDArray], kwargs: dict, out=None, ctx=No
     return invoke(op, pkey, params, inputs, out, ctx)
 
 
+_plain_cache: dict = {}     # op name -> (op, default params)
 _scalar_cache: dict = {}    # (op name, scalar type, scalar) -> (op, params)
+
+
+def invoke_plain(name: str, inputs: List[NDArray], out=None) -> List[NDArray]:
+    """``invoke`` without keyword arguments: ``a + b`` and ``a += b`` take this short path."""
+    entry = _plain_cache.get(name)
+    if entry is None:
+        op = _OPS.get(name) or registry.get(name)
+        entry = _plain_cache[name] = (op, op.parse_params({}))
+    return invoke(entry[0], name, entry[1], inputs, out)
+
 
 
 def invoke_scalar(name: str, x: NDArray, scalar, out=None) -> List[NDArray]:
@@ -236,7 +247,9 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     if op.resources:
         resources = [_resource.request(ctx, kind) for kind in op.resources]
         mutable_vars.extend([r.var for r in resources])
-    kernel = _kernel(op, plan, ctx)
+    kernel = plan.kernel
+    if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
+        kernel = _kernel(op, plan, ctx)
     is_train = _state.is_train
     req = plan.req
 

@@ -252,7 +252,7 @@ class NDArray:
     def _binary(self, other, elem: Optional[str], bcast: str, scalar: str, out=None):
         if isinstance(other, NDArray):
             name = elem if elem is not None and other._shape == self._shape else bcast
-            return _imperative.invoke_name(name, [self, other], _EMPTY, out)[0]
+            return _imperative.invoke_plain(name, [self, other], out)[0]
         if isinstance(other, numeric_types):
             return _imperative.invoke_scalar(scalar, self, other, out)[0]
         return NotImplemented
