@@ -1,6 +1,7 @@
 """The engine interface (MXNet's ``Engine``): variables, pushed operations, waits and errors."""
 from __future__ import annotations
 
+import contextlib
 import enum
 import threading
 import traceback
@@ -9,7 +10,7 @@ from typing import Callable, Optional, Sequence
 from ..base import MXNetError
 
 __all__ = ["FnProperty", "RunContext", "Engine", "OpError", "ErrorBook", "worker_state",
-           "check_not_in_worker", "dedup_vars", "SKIP_EXEMPT"]
+           "check_not_in_worker", "dedup_vars", "SKIP_EXEMPT", "inline_scope", "in_inline_scope"]
 
 
 class FnProperty(enum.IntEnum):
@@ -76,6 +77,42 @@ def check_not_in_worker(what: str) -> None:
             f"{what} called from inside engine operation '{worker_state.op_name}': a blocking wait on "
             "an engine worker thread would deadlock. Use the arrays passed to the function instead, "
             "or push a separate operation that depends on the data.")
+
+
+class _InlineUsers:
+    """How many threads are inside ``inline_scope`` now: while 0, pushes skip the thread-local check."""
+
+    count = 0
+    lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def inline_scope():
+    """Let Python code running inside an engine operation use NDArrays: pushes run inline, waits work.
+
+    A custom operator's ``forward`` runs inside the Custom op, on an engine worker. The NDArray
+    operations it issues, queued as usual, would need a worker, possibly the very one blocked
+    running it: with one worker thread that is a deadlock. Inside this scope, every operation the
+    thread pushes is dispatched as an inline op: it runs at once, on this thread, when its
+    variables are ready (always, for the fresh arrays a custom operator is handed or creates), and
+    waits are allowed, so ``asnumpy()`` works. Scopes nest; the thread's state is restored on exit.
+    """
+    prev_name = getattr(worker_state, "op_name", None)
+    prev_inline = getattr(worker_state, "inline", False)
+    with _InlineUsers.lock:
+        _InlineUsers.count += 1
+    worker_state.op_name, worker_state.inline = None, True
+    try:
+        yield
+    finally:
+        worker_state.op_name, worker_state.inline = prev_name, prev_inline
+        with _InlineUsers.lock:
+            _InlineUsers.count -= 1
+
+
+def in_inline_scope() -> bool:
+    """Whether this thread is inside ``inline_scope`` (cheap while no thread is)."""
+    return _InlineUsers.count > 0 and getattr(worker_state, "inline", False)
 
 
 def dedup_vars(const_vars: Sequence, mutable_vars: Sequence):

@@ -44,8 +44,10 @@ from .base import (
     OpError,
     RunContext,
     check_not_in_worker,
+    in_inline_scope,
     worker_state,
 )
+from .base import _InlineUsers as _inline_users
 from .bulk_status import BulkStatus
 
 __all__ = ["ThreadedEnginePerDevice"]
@@ -148,6 +150,9 @@ class ThreadedEnginePerDevice(Engine):
 
     def push_async(self, fn, ctx, const_vars=(), mutable_vars=(), prop=FnProperty.NORMAL,
                    priority=0, name=None):
+        if _inline_users.count and in_inline_scope():
+            self._push_inline(fn, ctx, const_vars, mutable_vars, prop, priority, name, False)
+            return
         if self._bulkers and self._bulk.fns:
             self._flush_bulk(self._bulk)
         self._push(self._Opr(fn, ctx, const_vars, mutable_vars, prop, priority,
@@ -155,6 +160,9 @@ class ThreadedEnginePerDevice(Engine):
 
     def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=FnProperty.NORMAL,
                   priority=0, name=None):
+        if _inline_users.count and in_inline_scope():
+            self._push_inline(fn, ctx, const_vars, mutable_vars, prop, priority, name, True)
+            return
         if self._bulkers:
             bulk = self._bulk
             if bulk.size and prop == _NORMAL and priority == 0:
@@ -169,6 +177,13 @@ class ThreadedEnginePerDevice(Engine):
         self._push(self._Opr(fn, ctx, const_vars, mutable_vars, prop, priority,
                              name or getattr(fn, "__name__", "op"), True))
 
+    def _push_inline(self, fn, ctx, const_vars, mutable_vars, prop, priority, name, sync) -> None:
+        """A push from inside ``inline_scope``: never bulked, run on the thread that makes it ready."""
+        if self._bulk.fns:
+            self._flush_bulk(self._bulk)
+        self._push(self._Opr(fn, ctx, const_vars, mutable_vars, prop, priority,
+                             name or getattr(fn, "__name__", "op"), sync, _INLINE))
+
     def _push(self, blk) -> None:
         blk.callback = self._on_complete
         blk.epoch = self.errors.epoch
@@ -179,7 +194,7 @@ class ThreadedEnginePerDevice(Engine):
 
     def _throttle(self) -> None:
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
-        if getattr(worker_state, "op_name", None) is not None:
+        if getattr(worker_state, "op_name", None) is not None or in_inline_scope():
             return   # NOTE: a worker waiting for completions could be waiting for itself
         with self._cond:
             self._sleepers += 1

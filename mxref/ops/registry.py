@@ -20,6 +20,8 @@ An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
                       so they do not keep their memory alive (nnvm's ``FIgnoreInputs``)
 * ``resources``     — ``['random']`` / ``['temp_space']``; the engine orders their use
 * ``loss_layer``    — backward may start without head gradients (``SoftmaxOutput``, ``MakeLoss``)
+* ``extra_params``  — keep keyword arguments missing from ``params`` as strings (``Custom`` hands
+                      them to the user's ``CustomOpProp``, as MXNet does)
 
 Inputs seen by ``infer_shape``, ``infer_type`` and ``fcompute`` are ``arguments + aux_states``, in
 that order (nnvm's convention: auxiliary states are inputs the operator mutates).
@@ -264,7 +266,8 @@ class OpDef:
                  num_visible_outputs: Union[int, Callable, None] = None, loss_layer: bool = False,
                  key_var_num_args: Optional[str] = None, doc: str = "", aliases: Sequence[str] = (),
                  validate: Callable = None, hidden: bool = False,
-                 inplace_identity: Sequence[bool] = (), ignore_inputs: Sequence[int] = ()):
+                 inplace_identity: Sequence[bool] = (), ignore_inputs: Sequence[int] = (),
+                 extra_params: bool = False):
         self.name = name
         self.fcompute = fcompute
         self._arguments = arguments
@@ -287,6 +290,7 @@ class OpDef:
         self.aliases = tuple(aliases)
         self.validate = validate
         self.hidden = hidden or name.startswith("_")
+        self.extra_params = extra_params
 
     # -- names of inputs and outputs -------------------------------------------------------
     def list_arguments(self, params: dict) -> List[str]:
@@ -332,6 +336,10 @@ class OpDef:
         for key, value in kwargs.items():
             spec = self.params.get(key)
             if spec is None:
+                if self.extra_params:
+                    if value is not _Null:
+                        out[key] = str(value)
+                    continue
                 if allow_extra:
                     continue
                 known = ", ".join(sorted(self.params)) or "none"
@@ -360,6 +368,9 @@ class OpDef:
     def format_params(self, params: Dict[str, Any], only: Sequence[str] = None) -> Dict[str, str]:
         """Parameters as MXNet's JSON strings (``only`` limits it to the keys the user set)."""
         keys = self.params if only is None else [k for k in only if k in self.params]
+        if self.extra_params:
+            keys = list(keys) + [k for k in (params if only is None else only)
+                                 if k not in self.params and k in params]
         return {k: _format_value(params[k]) for k in keys if k in params}
 
     def __repr__(self):
