@@ -217,7 +217,7 @@ def main(argv=None) -> dict:
     mb = {k: v / 2 ** 20 for k, v in report.items()}
     sym2, arg2, aux2 = model.load_checkpoint(prefix, args.num_epochs)
     reloaded = Module(sym2, context=ctx[0])
-    reloaded.bind(val.provide_data, for_training=False)
+    reloaded.bind(val.provide_data, val.provide_label, for_training=False)
     reloaded.set_params(arg2, aux2)
     same = bool(np.allclose(reloaded.predict(val).asnumpy(), mod.predict(val).asnumpy(), atol=1e-6))
     curve = _write_curve(os.path.join(args.out, "training_curve"), history)
