@@ -327,7 +327,17 @@ def _autostart() -> None:
     """``MXNET_PROFILER_AUTOSTART=1``: profile the whole run and dump the trace at exit."""
     set_config(profile_all=True)
     set_state("run")
-    atexit.register(lambda: dump(True) if _state.running else None)
+    atexit.register(_dump_at_exit)
+
+
+def _dump_at_exit() -> None:
+    # atexit runs hooks last-in first-out, so this runs before the engine's own drain: drain first
+    # so that the trace holds every op the program pushed.
+    from . import engine  # noqa: PLC0415 - the engine imports this module
+    if engine._engine is not None:
+        engine._engine.stop()
+    if _state.running:
+        dump(True)
 
 
 if env_bool("MXNET_PROFILER_AUTOSTART", False):
