@@ -153,3 +153,19 @@ def test_continuous_dump_writes_periodically(prof):
         for t in threading.enumerate():
             if t.name == "profiler dump":
                 t.join(2)
+
+
+def test_autostart_profiles_whole_run_and_dumps_at_exit(tmp_path):
+    """MXNET_PROFILER_AUTOSTART=1 records from import and writes profile.json at exit, after the
+    engine drained (an op still running at exit is in the trace)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import time, mxref as mx\n"
+            "e = mx.engine.get()\n"
+            "e.push_sync(lambda r: time.sleep(0.05), mx.cpu(), (), (e.new_variable(),), name='late_op')\n")
+    env = dict(os.environ, MXNET_PROFILER_AUTOSTART="1", PYTHONPATH=root)
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
+    trace = json.loads((tmp_path / "profile.json").read_text())
+    assert "late_op" in [e["name"] for e in trace["traceEvents"] if e["ph"] == "X"]
