@@ -212,7 +212,9 @@ class Comm:
                 # NOTE: MPI has no blocking wait on "a message or a queue item", so the thread
                 # polls; it backs off to 1 ms sleeps when idle so that servers and workers
                 # sharing a few cores do not starve each other.
-                idle = 0 if busy else min(idle + 1, 20)
+                # A transfer in flight needs this thread to drive MPI's progress: stay quick.
+                in_flight = self._sends or self._incoming
+                idle = 0 if busy else min(idle + 1, 1 if in_flight else 20)
                 if idle:
                     time.sleep(idle * 5e-5)
         except Exception as exc:  # noqa: BLE001 - every waiter must hear about it
