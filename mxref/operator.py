@@ -244,15 +244,16 @@ def _run_user(what: str, params: dict, fn: Callable, arrays: List[Tuple[NDArray,
               targets: Sequence[np.ndarray], written: Sequence[int]) -> None:
     """Call ``fn`` in an inline scope, then check and (for copies) store the arrays it wrote."""
     with inline_scope():
-        fn()
-        for i in written:
-            nd, borrowed = arrays[i]
-            try:
+        try:
+            fn()
+            for i in written:
+                nd, borrowed = arrays[i]
                 nd.wait_to_read()    # ran inline already; raises the error of a failed write
-            except MXNetError as exc:
-                raise MXNetError(f"operator Custom ({params['op_type']}): {what} failed: {exc}") from None
-            if not borrowed:
-                targets[i][...] = nd._np
+                if not borrowed:
+                    targets[i][...] = nd._np
+        except Exception as exc:  # noqa: BLE001 - user code: name the operator, keep the cause
+            text = str(exc) if isinstance(exc, MXNetError) else f"{type(exc).__name__}: {exc}"
+            raise MXNetError(f"operator Custom ({params['op_type']}): {what} failed: {text}") from exc
 
 
 def _forward(octx, params, inputs, outputs, req):

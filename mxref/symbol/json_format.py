@@ -125,7 +125,7 @@ def _parse_op_attrs(node: Node) -> None:
     """Parse the op parameters, tolerating (with a warning) parameters mxref does not know."""
     op_attrs = {k: v for k, v in node.attrs.items() if not (k.startswith("__") and k.endswith("__"))}
     unknown = sorted(k for k in op_attrs if k not in node.op.params)
-    if unknown:
+    if unknown and not node.op.extra_params:   # Custom passes unknown keys on to its prop
         warnings.warn(f"load_json: operator {node.op.name} (node '{node.name}') ignores "
                       f"attributes it does not know: {unknown}", stacklevel=3)
     try:
