@@ -130,6 +130,9 @@ def _initialize_kvstore(kvstore, param_arrays: List[List[nd.NDArray]], arg_param
     """Store every parameter's initial value; with ``update_on_kvstore`` also copy it to each device."""
     for idx, param_on_devs in enumerate(param_arrays):
         name = param_names[idx]
+        if update_on_kvstore and hasattr(kvstore, "broadcast"):
+            kvstore.broadcast(name, arg_params[name], out=param_on_devs)
+            continue
         kvstore.init(name, arg_params[name])
         if update_on_kvstore:
             kvstore.pull(name, out=param_on_devs, priority=-idx)

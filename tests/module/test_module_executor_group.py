@@ -95,6 +95,18 @@ def test_two_cpu_contexts_with_a_store_equal_one_context(capable):
     assert store.pushes[:4] == [("fc1_weight", 0), ("fc1_bias", -1), ("fc2_weight", -2), ("fc2_bias", -3)]
 
 
+@pytest.mark.parametrize("kind", ["local", "device"])
+def test_two_cpu_contexts_with_mxref_kvstore(kind):
+    """The real kvstore types, by name, give the single-context result too."""
+    kvstore = pytest.importorskip("mxref.kvstore")
+    single, _ = train([mx.cpu(0)], None)
+    double, _ = train([mx.cpu(0), mx.cpu(1)], kind)
+    assert isinstance(double._kvstore, kvstore.KVStore) and double._kvstore.type == kind
+    for name, want in single.get_params()[0].items():
+        np.testing.assert_allclose(double.get_params()[0][name].asnumpy(), want.asnumpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
+
+
 def test_uneven_workload_slices_batch_and_merges_outputs():
     """work_load_list [1, 3] binds 3 and 9 examples; outputs merge back in batch order."""
     mod, _ = train([mx.cpu(0), mx.cpu(1)], SummingStore(), steps=1, workload=[1, 3])
