@@ -257,3 +257,24 @@ def test_finished_op_is_released_by_idle_worker(threaded):
     threaded.wait_for_all()
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("kind", ["threaded-python", "threaded-cython"])
+def test_gpu_ops_route_to_gpu_groups_with_streams(make, kind, monkeypatch):
+    """gpu(i) ops run on "gpu(i) worker" threads, copies on "gpu(i) copy", GPU_PRIORITIZED on
+    "gpu(i) priority"; each GPU thread gets run_ctx.stream from the backend's gpu_thread_init hook.
+    (The engine itself never touches CUDA, so this runs without a GPU.)"""
+    from mxref.engine.threaded import ThreadedEnginePerDevice
+    monkeypatch.setattr(ThreadedEnginePerDevice, "gpu_thread_init",
+                        staticmethod(lambda dev, thread: f"stream<{thread}>"))
+    eng = make(kind)
+    seen = {}
+    for key, prop in [("compute", FnProperty.NORMAL), ("copy", FnProperty.COPY_TO_GPU),
+                      ("prio", FnProperty.GPU_PRIORITIZED)]:
+        eng.push_sync(lambda r, key=key: seen.__setitem__(key, (threading.current_thread().name, r.stream)),
+                      mx.gpu(1), (), (eng.new_variable(),), prop)
+    eng.wait_for_all()
+    assert seen["compute"][0].startswith("gpu(1) worker ")
+    assert seen["copy"][0].startswith("gpu(1) copy ")
+    assert seen["prio"][0].startswith("gpu(1) priority ")
+    assert all(stream == f"stream<{name}>" for name, stream in seen.values())
