@@ -75,15 +75,18 @@ class Server:
 
     Parameters
     ----------
-    comm : Comm-less mpi4py communicator
+    mpi_comm : mpi4py.MPI.Comm
         The store's duplicate of ``COMM_WORLD``.
     roles : Roles
         This process's role (a server).
+    comm : optional
+        Anything with ``post(dest, cmd, rid, key, meta, data)`` to use instead of a ``Comm``.
     """
 
-    def __init__(self, mpi_comm, roles: Roles):
+    def __init__(self, mpi_comm, roles: Roles, comm=None):
         self.roles = roles
-        self.comm = Comm(mpi_comm, roles, self._dispatch)
+        # ``comm`` lets tests drive the server logic with a stand-in that records replies.
+        self.comm = comm if comm is not None else Comm(mpi_comm, roles, self._dispatch)
         workers = range(roles.num_servers, roles.world_size)      # MPI ranks of the workers
         self.nthreads = server_threads()
         self._shards = [queue.SimpleQueue() for _ in range(self.nthreads)]
@@ -291,8 +294,13 @@ class Server:
         """Close a complete sync round, or release the ssp acknowledgements now within ``tau``."""
         if kp.mode == "sync":
             while kp.contrib and active <= kp.contrib:
-                self._apply(kp, kp.merged._data(), replace=True)
                 acks, kp.acks, kp.contrib = kp.acks, [], set()
+                try:
+                    self._apply(kp, kp.merged._data(), replace=True)
+                except Exception as exc:  # noqa: BLE001 - every worker of the round must hear it
+                    for src, rid in acks:
+                        self._error(src, rid, kp.key, f"update failed: {type(exc).__name__}: {exc}")
+                    continue
                 for src, rid in acks:
                     self._reply(src, rid)
                 waiting = [q.popleft() for q in kp.backlog.values() if q]

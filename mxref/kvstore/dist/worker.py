@@ -289,6 +289,13 @@ class DistKVStore(LocalKVStore):
 
     barrier = _barrier
 
+    def _send_command_to_servers(self, head: int, body) -> None:
+        """MXNet's command channel; head 0 (``kController``) carries a pickled optimizer."""
+        if head != 0:
+            raise MXNetError(f"kvstore {self.type}: unknown server command {head}; only 0 "
+                             "(a pickled optimizer, as MXNet's set_optimizer sends) is supported")
+        self.set_optimizer(pickle.loads(body.encode("latin-1") if isinstance(body, str) else body))
+
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
         raise MXNetError(f"kvstore {self.type}: optimizer states live on the servers and cannot be "
                          "saved from a worker (as in MXNet); save the weights instead")
