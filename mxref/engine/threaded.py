@@ -50,7 +50,7 @@ from .base import (
 from .base import _InlineUsers as _inline_users
 from .bulk_status import BulkStatus
 
-__all__ = ["ThreadedEnginePerDevice"]
+__all__ = ["ThreadedEnginePerDevice", "set_gpu_thread_init"]
 
 _GPU = 2                          # Context.device_typeid of gpu
 _INLINE = 1                       # OprBlock.flags: run where it becomes ready (tiny internal ops)
@@ -64,6 +64,15 @@ _COPIES = (int(FnProperty.COPY_FROM_GPU), int(FnProperty.COPY_TO_GPU))
 _SKIP_EXEMPT = frozenset(int(p) for p in SKIP_EXEMPT)
 _prof = _profiler._state
 _ENGINES: "weakref.WeakSet[ThreadedEnginePerDevice]" = weakref.WeakSet()
+_gpu_thread_init: Optional[Callable] = None
+
+
+def set_gpu_thread_init(fn: Optional[Callable]) -> None:
+    """Install the GPU backend's per-thread setup: ``fn(device_id, thread_name)`` runs once on each
+    GPU worker thread when it starts, and what it returns (a stream) reaches ops as
+    ``run_ctx.stream``. Threads already running keep what they got."""
+    global _gpu_thread_init
+    _gpu_thread_init = fn
 
 
 class _WorkerGroup:
@@ -104,9 +113,6 @@ class ThreadedEnginePerDevice(Engine):
     """
 
     name = "ThreadedEnginePerDevice"
-    # Set by the GPU backend: called once on each GPU worker thread as ``fn(device_id, kind)``; what
-    # it returns (a stream) is handed to ops as ``run_ctx.stream``.
-    gpu_thread_init: Optional[Callable] = None
 
     def __init__(self, use_ext: Optional[bool] = None, cpu_worker_nthreads: Optional[int] = None,
                  cpu_priority_nthreads: Optional[int] = None, gpu_worker_nthreads: Optional[int] = None,
@@ -257,8 +263,8 @@ class ThreadedEnginePerDevice(Engine):
 
     def _worker_loop(self, queue, gpu_id) -> None:
         stream = None
-        if gpu_id is not None and self.gpu_thread_init is not None:
-            stream = self.gpu_thread_init(gpu_id, threading.current_thread().name)
+        if gpu_id is not None and _gpu_thread_init is not None:
+            stream = _gpu_thread_init(gpu_id, threading.current_thread().name)
         execute = self._execute
         while True:
             blk = queue.pop()

@@ -264,9 +264,9 @@ def test_gpu_ops_route_to_gpu_groups_with_streams(make, kind, monkeypatch):
     """gpu(i) ops run on "gpu(i) worker" threads, copies on "gpu(i) copy", GPU_PRIORITIZED on
     "gpu(i) priority"; each GPU thread gets run_ctx.stream from the backend's gpu_thread_init hook.
     (The engine itself never touches CUDA, so this runs without a GPU.)"""
-    from mxref.engine.threaded import ThreadedEnginePerDevice
-    monkeypatch.setattr(ThreadedEnginePerDevice, "gpu_thread_init",
-                        staticmethod(lambda dev, thread: f"stream<{thread}>"))
+    from mxref.engine import threaded
+    monkeypatch.setattr(threaded, "_gpu_thread_init", None)
+    threaded.set_gpu_thread_init(lambda dev, thread: f"stream<{thread}>")
     eng = make(kind)
     seen = {}
     for key, prop in [("compute", FnProperty.NORMAL), ("copy", FnProperty.COPY_TO_GPU),
