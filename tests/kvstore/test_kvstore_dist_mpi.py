@@ -27,13 +27,19 @@ pytestmark = pytest.mark.skipif(not (HAVE_MPI4PY and MPIEXEC),
                                 reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
 
 
-def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), **env):
-    """Run ``script`` on ``workers + servers`` loopback processes; return the finished process."""
+def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), launcher=False, **env):
+    """Run ``script`` on ``workers + servers`` loopback processes (with mpiexec, or through
+    ``python -m mxref.tools.launch``); return the finished process."""
     environ = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT), MXREF_NUM_SERVERS=str(servers),
                    MXREF_KV_TIMEOUT="20")
     environ.update({k: str(v) for k, v in env.items()})
-    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", *extra_flags, "-n", str(workers + servers),
-           sys.executable, str(SCRIPTS / script), *map(str, args)]
+    program = [sys.executable, str(SCRIPTS / script), *map(str, args)]
+    if launcher:
+        cmd = [sys.executable, "-m", "mxref.tools.launch", "-n", str(workers), "-s", str(servers),
+               "--mpiexec", MPIEXEC, "--", *program]
+    else:
+        cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", *extra_flags, "-n", str(workers + servers),
+               *program]
     return subprocess.run(cmd, env=environ, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
@@ -71,8 +77,9 @@ def test_ssp_staleness_bound():
 
 
 def test_unequal_batch_counts_finish():
-    """Workers with 3, 5 and 7 steps all finish; sync rounds count only the workers still running."""
-    assert_all_ok(run_job("kv_unequal.py", 3, 1), 3)
+    """Workers with 3, 5 and 7 steps all finish; sync rounds count only the workers still running.
+    (Started through ``python -m mxref.tools.launch -n 3 -s 1``.)"""
+    assert_all_ok(run_job("kv_unequal.py", 3, 1, launcher=True), 3)
 
 
 def test_compression_matches_numpy_reference():
