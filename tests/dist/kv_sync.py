@@ -2,8 +2,9 @@
 
 Each worker pushes ``rank + 1`` (times a key-dependent factor), so after a round every worker
 must pull ``n(n+1)/2`` times that factor, for int and str keys, small and big (split) arrays,
-one value or a list over two contexts (two-level: reduced locally first). Then the same with a
-server-side SGD optimizer, compared with the single-process formula.
+one value or a list over two contexts (two-level: reduced locally first), and 40 keys of
+random sizes in one call. Then a server-side SGD optimizer, compared with the single-process
+formula.
 """
 import sys
 
@@ -40,6 +41,9 @@ def main():
     kv = dist.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     check_rounds(kv, {3: (2, 3), 5: (7,), 9: (1200,), 11: (50, 30)}, n, r)
+    many = dist.create("dist_sync")
+    sizes = np.random.RandomState(5).randint(1, 1500, size=40)
+    check_rounds(many, {i: (int(sz),) for i, sz in enumerate(sizes)}, n, r)
     kv_str = dist.create("dist_sync")
     check_rounds(kv_str, {"w": (4, 4), "big": (3000,)}, n, r)
     # A pushed value of the wrong shape is refused at the call, naming the key.

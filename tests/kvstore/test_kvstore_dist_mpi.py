@@ -50,7 +50,7 @@ def assert_all_ok(proc, workers):
         [(str(r), str(workers)) for r in range(workers)], out
 
 
-@pytest.mark.parametrize("workers,servers", [(2, 1), (3, 2)])
+@pytest.mark.parametrize("workers,servers", [(1, 1), (2, 1), (3, 2)])
 def test_sync_closed_forms_and_server_optimizer(workers, servers):
     """Every worker pulls n(n+1)/2 x factor each round (int/str keys, split arrays, two contexts);
     server-side SGD with momentum equals the single-process formula."""
