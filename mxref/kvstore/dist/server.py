@@ -35,7 +35,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -340,8 +340,13 @@ class Server:
         return ", ".join(self.roles.name(r) for r in ranks) or "none"
 
 
-def run_server(mpi_comm, roles: Roles) -> None:
-    """Serve, then return; the caller finalises MPI and exits."""
-    Server(mpi_comm, roles).run()
+def run_server(mpi_comm, roles: Roles) -> Optional[Exception]:
+    """Serve until every worker is done; return the communication failure that ended it, if any.
+
+    The caller finalises MPI and exits.
+    """
+    server = Server(mpi_comm, roles)
+    server.run()
+    return server.comm.broken
 
 

@@ -99,7 +99,11 @@ class _Runtime:
             _engine.get().wait_for_all()
         except MXNetError:
             pass    # already raised to the user, or nobody waited for it; the servers need DONE
-        self.comm.call(self.servers(), Cmd.DONE)
+        try:
+            self.comm.call(self.servers(), Cmd.DONE)
+        except MXNetError as exc:
+            sys.stderr.write(f"kvstore: could not tell the servers that "
+                             f"{self.roles.name(self.roles.mpi_rank)} is done: {exc}\n")
         self.comm.stop()
 
 
@@ -149,9 +153,11 @@ class DistKVStore(LocalKVStore):
         super().__init__(name)
         rt = runtime()
         if rt.roles.is_server:
-            run_server(rt.mpi_comm, rt.roles)
-            broken = rt.MPI.Is_finalized()
-            if not broken:
+            failure = run_server(rt.mpi_comm, rt.roles)
+            if failure is not None:
+                sys.stderr.write(f"{failure}\n")
+                rt.MPI.COMM_WORLD.Abort(1)
+            if not rt.MPI.Is_finalized():
                 rt.MPI.Finalize()
             sys.exit(0)
         self._rt = rt
