@@ -144,14 +144,24 @@ def allreduce(buf: Any, op: Any, prepare_fun: Optional[Callable[[], None]] = Non
 def broadcast(obj: Any, root: int) -> Any:
     """Return ``root``'s ``obj`` on every rank.
 
-    Arrays (numpy or NDArray) are broadcast in place as raw buffers and returned; anything else is
-    pickled on ``root`` (other ranks may pass ``None``) and the unpickled copy is returned.
+    What the root passes decides: a numpy array or NDArray travels as raw bytes (no pickling) and
+    lands in place in the array each other rank passes (same size and dtype), or in a new numpy
+    array on ranks that pass ``None``; anything else is pickled on the root and the other ranks
+    (which may pass ``None``) get an unpickled copy. Array arguments are returned, filled.
+
+    Examples
+    --------
+    >>> w = np.zeros(3) if rank != 0 else np.arange(3.0)
+    >>> broadcast(w, 0)                          # in place on every rank
+    >>> cfg = broadcast({"lr": 0.1} if rank == 0 else None, 0)
     """
     eng = _engine()
-    if isinstance(obj, np.ndarray) or hasattr(obj, "wait_to_write"):
-        flat, _ = _flat_view(obj, "broadcast")
-        eng.broadcast_array(flat, int(root))
+    if hasattr(obj, "wait_to_write") and hasattr(obj, "_data"):   # an NDArray: its shaped view
+        obj.wait_to_write()
+        eng.broadcast(obj._data(), int(root))
         return obj
+    if isinstance(obj, np.ndarray) and eng.rank != root:
+        _flat_view(obj, "broadcast")            # it will be written: must be contiguous, writeable
     return eng.broadcast(obj, int(root))
 
 

@@ -140,6 +140,38 @@ def broadcast_object(link: Link, obj: Any, root: int) -> Any:
     return obj if link.rank == root else pickle.loads(payload.tobytes())
 
 
+def broadcast_value(link: Link, value: Any, root: int, out: Optional[np.ndarray] = None,
+                    chunk_bytes: int = 1 << 18) -> Any:
+    """``root``'s value on every rank: an array travels as raw bytes, anything else pickled.
+
+    The root decides: a small pickled header says "object" (and carries it) or gives the array's
+    shape and dtype, then the array's bytes go down the tree with no pickling. A non-root rank's
+    ``out`` array receives them in place when its size and dtype match; with ``out=None`` a new
+    array is returned. A mismatching ``out`` is an error, raised only after the bytes were
+    forwarded down the tree, so the ranks below it are not left waiting.
+    """
+    is_root = link.rank == root
+    if is_root:
+        head = ("array", value.shape, value.dtype.str) if isinstance(value, np.ndarray) else ("object", value)
+    head = broadcast_object(link, head if is_root else None, root)
+    if head[0] == "object":
+        return value if is_root else head[1]
+    shape, dtype = tuple(head[1]), np.dtype(head[2])
+    size = int(np.prod(shape, dtype=np.int64))
+    fits = isinstance(out, np.ndarray) and out.size == size and out.dtype == dtype and out.flags.c_contiguous
+    if is_root:
+        data = np.ascontiguousarray(value).reshape(-1)
+    else:
+        data = out.reshape(-1) if fits else np.empty(size, dtype)
+    tree_broadcast(link, data.view(np.uint8), root, chunk_bytes)
+    if is_root:
+        return value
+    if out is not None and not fits:
+        raise MXNetError(f"broadcast: rank {link.rank} passed an array of shape {out.shape} and dtype "
+                         f"{out.dtype}, but root {root} sent shape {shape} and dtype {dtype}")
+    return out if fits else data.reshape(shape)
+
+
 def check_agreement(link: Link, what: str, names: Sequence[str], values: Sequence[int],
                     describe: Optional[Callable[[Sequence[int]], str]] = None) -> None:
     """Raise ``MXNetError`` naming the ranks whose ``values`` differ from the others'.

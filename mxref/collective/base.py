@@ -87,17 +87,13 @@ class Engine:
         raise NotImplementedError
 
     def broadcast(self, obj: Any, root: int) -> Any:
+        """``root``'s ``obj`` on every rank; a numpy array ``obj`` on other ranks is filled in place."""
         raise NotImplementedError
 
     def _check_root(self, root: int) -> None:
         if not 0 <= root < self.world_size:
             raise MXNetError(f"broadcast: root {root} is not a rank of this job "
                              f"(world size {self.world_size})")
-
-    def broadcast_array(self, buf: np.ndarray, root: int) -> None:
-        """Broadcast a flat numpy buffer in place (every rank passes a buffer of the same size)."""
-        got = self.broadcast(buf if self.rank == root else None, root)
-        buf[...] = got
 
     def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
         raise NotImplementedError

@@ -66,17 +66,10 @@ class LinkEngine(Engine):
         self._check_root(root)
         if self.check:
             algorithms.check_agreement(self.link, "broadcast", ("root",), (root,))
-        out = algorithms.broadcast_object(self.link, obj, root)
+        out = obj if isinstance(obj, np.ndarray) else None
+        value = algorithms.broadcast_value(self.link, obj, root, out, self.chunk_bytes)
         self.seqno += 1
-        return out
-
-    def broadcast_array(self, buf: np.ndarray, root: int) -> None:
-        self._check_root(root)
-        if self.check:
-            algorithms.check_agreement(self.link, "broadcast", ("count", "dtype", "root"),
-                                       (buf.size, buf.dtype.num, root))
-        algorithms.tree_broadcast(self.link, buf, root, self.chunk_bytes)
-        self.seqno += 1
+        return value
 
     def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
         self._ckpt.store(global_model, local_model, lazy)

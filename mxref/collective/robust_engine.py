@@ -38,9 +38,9 @@ from .base import Engine, LinkError, reducer, register
 from .link_engine import DEFAULT_CHUNK_BYTES, DEFAULT_RING_MINCOUNT, _describe
 
 LOAD, COLLECTIVE, CHECKPOINT, SHUTDOWN = 1, 2, 3, 4
-ALLREDUCE, BCAST_OBJECT, BCAST_ARRAY = 1, 2, 3
+ALLREDUCE, BROADCAST = 1, 2
 _ACTIONS = {LOAD: "load_checkpoint", COLLECTIVE: "collective", CHECKPOINT: "checkpoint", SHUTDOWN: "finalize"}
-_KINDS = {0: "", ALLREDUCE: "allreduce", BCAST_OBJECT: "broadcast", BCAST_ARRAY: "broadcast"}
+_KINDS = {0: "", ALLREDUCE: "allreduce", BROADCAST: "broadcast"}
 
 
 def _row_text(row) -> str:
@@ -125,18 +125,18 @@ class RobustEngine(Engine):
 
     def broadcast(self, obj: Any, root: int) -> Any:
         self._check_root(root)
-        data = self._run(COLLECTIVE, (BCAST_OBJECT, root, -1, -1),
-                         lambda: _pickle(algorithms.broadcast_object(self.link, obj, root)))
-        return pickle.loads(data)
-
-    def broadcast_array(self, buf: np.ndarray, root: int) -> None:
-        self._check_root(root)
-
-        def execute():
-            work = buf.copy()
-            algorithms.tree_broadcast(self.link, work, root, self.chunk_bytes)
-            return work
-        buf[...] = self._run(COLLECTIVE, (BCAST_ARRAY, root, buf.size, buf.dtype.num), execute)
+        out = obj if isinstance(obj, np.ndarray) and self.rank != root else None
+        # The result is cached pickled: whoever replays it may have passed None or an array.
+        data = self._run(COLLECTIVE, (BROADCAST, root, -1, -1), lambda: _pickle(
+            algorithms.broadcast_value(self.link, obj, root, None, self.chunk_bytes)))
+        value = pickle.loads(data)
+        if out is None:
+            return obj if self.rank == root else value
+        if not isinstance(value, np.ndarray) or value.size != out.size or value.dtype != out.dtype:
+            raise MXNetError(f"broadcast: rank {self.rank} passed an array of shape {out.shape} and dtype "
+                             f"{out.dtype}, but root {root} sent {getattr(value, 'shape', type(value))}")
+        out.reshape(-1)[...] = value.reshape(-1)
+        return out
 
     def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
         self._pending = (("lazy", global_model) if lazy else _pickle(global_model),

@@ -84,6 +84,36 @@ def test_broadcast_arrays_in_place_and_objects_by_pickle():
         np.testing.assert_array_equal(nd, [2, 2])
 
 
+def test_broadcast_array_to_ranks_passing_none():
+    """The root decides: its array reaches ranks that pass None as a new array of its shape."""
+    def work():
+        r = collective.get_rank()
+        got = collective.broadcast(np.arange(6, dtype=np.int16).reshape(2, 3) if r == 1 else None, 1)
+        return got
+    for got in collective.run_local(4, work):
+        assert got.dtype == np.int16 and got.shape == (2, 3)
+        np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))
+
+
+def test_broadcast_into_a_wrong_array_names_the_rank_without_hanging():
+    """A rank passing a too-small array raises; the ranks below it in the tree still get the data."""
+    def work():
+        r = collective.get_rank()
+        buf = np.zeros(2 if r == 1 else 4)
+        if r == 0:
+            buf[:] = 7
+        if r == 1:
+            with pytest.raises(MXNetError, match=r"broadcast: rank 1 passed an array of shape \(2,\).*"
+                                                 r"root 0 sent shape \(4,\)"):
+                collective.broadcast(buf, 0)
+            return None
+        collective.broadcast(buf, 0)
+        return buf
+    out = collective.run_local(5, work)
+    for r in (0, 2, 3, 4):
+        np.testing.assert_array_equal(out[r], np.full(4, 7.0))
+
+
 def test_mismatched_sizes_name_the_ranks():
     """Rank 1 passing 3 elements where others pass 4 is an error naming rank 1 on every rank."""
     def work():
