@@ -21,8 +21,9 @@ def _parse(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m mxref.tools.demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--network", choices=("lenet", "mlp"), default="lenet",
-                   help="lenet: two conv+pool layers and two dense; mlp: three dense (default lenet)")
-    p.add_argument("--num-epochs", type=int, default=12, help="training epochs (default 12)")
+                   help="lenet: two conv+batchnorm+pool stages and two dense; mlp: three dense "
+                        "(default lenet)")
+    p.add_argument("--num-epochs", type=int, default=10, help="training epochs (default 10)")
     p.add_argument("--batch-size", type=int, default=50, help="examples per batch (default 50)")
     p.add_argument("--lr", type=float, default=0.1, help="SGD learning rate (default 0.1, momentum 0.9, "
                    "multiplied by 0.3 every 5 epochs)")
@@ -51,12 +52,17 @@ def _contexts(spec: str, mx):
 
 
 def build_network(name: str, mx):
-    """``lenet`` (conv 16 - pool - conv 32 - pool - fc 64 - fc 10) or ``mlp`` (fc 128 - fc 64 - fc 10)."""
+    """``lenet`` (conv 16 - bn - pool - conv 32 - bn - pool - fc 64 - fc 10) or ``mlp`` (fc 128, 64, 10).
+
+    The BatchNorm layers (learned gamma) make training fast and steady at a high learning rate, and
+    give the checkpoint ``aux:`` entries (moving mean and variance).
+    """
     data = mx.sym.Variable("data")
     if name == "lenet":
         x = data
         for i, filters in enumerate((16, 32), start=1):
             x = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=filters, name=f"conv{i}")
+            x = mx.sym.BatchNorm(x, fix_gamma=False, name=f"bn{i}")
             x = mx.sym.Activation(x, act_type="relu", name=f"relu{i}")
             x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name=f"pool{i}")
         x = mx.sym.flatten(x, name="flatten")
@@ -79,7 +85,7 @@ class _Progress:
     """
 
     def __init__(self, total: int, batch_size: int, enabled: bool):
-        self.total, self.batch_size, self.enabled = total, batch_size, enabled
+        self.total, self.batch_size = total, batch_size
         self.speeds = []
         self._bar = None
         self._t0 = None
@@ -88,6 +94,8 @@ class _Progress:
             self._tqdm = tqdm.tqdm
         except ImportError:
             self._tqdm = None
+        # The built-in bar redraws one line with '\r': only on a terminal, not in a log file.
+        self.enabled = enabled and (self._tqdm is not None or sys.stdout.isatty())
 
     def __call__(self, param) -> None:
         n = param.nbatch + 1
