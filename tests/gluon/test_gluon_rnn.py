@@ -107,3 +107,20 @@ def test_cell_unroll_gradient_reaches_weights():
     loss.backward()
     for p in cell.collect_params().values():
         assert np.abs(p.grad().asnumpy()).sum() > 0, p.name
+
+
+@pytest.mark.parametrize("name,make", [
+    ("lstm", lambda: rnn.LSTM(4, num_layers=2, bidirectional=True, input_size=3)),
+    ("gru", lambda: rnn.GRU(3, layout="NTC", input_size=3)),
+    ("rnn", lambda: rnn.RNN(2, activation="tanh", input_size=3))])
+def test_layers_match_mxnet(name, make):
+    """Parameters saved by MXNet 1.9.1 give MXNet's outputs: the flattening order is MXNet's."""
+    import os
+    fixtures = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gluon")
+    io = np.load(os.path.join(fixtures, "rnn_mxnet191_io.npz"))
+    layer = make()
+    layer.load_parameters(os.path.join(fixtures, f"{name}_mxnet191.params"))
+    x = mx.nd.array(io[f"{name}_x"])
+    np.testing.assert_allclose(layer(x).asnumpy(), io[f"{name}_y"], rtol=1e-5, atol=1e-6)
+    layer.hybridize()
+    np.testing.assert_allclose(layer(x).asnumpy(), io[f"{name}_y"], rtol=1e-5, atol=1e-6)

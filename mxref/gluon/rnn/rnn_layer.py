@@ -6,6 +6,8 @@ MXNet, and flattened into the operator's single ``parameters`` vector on every c
 """
 from __future__ import annotations
 
+import re
+
 from ... import ndarray as nd
 from ... import symbol as _symbol
 from ...ndarray.ndarray import NDArray
@@ -54,6 +56,20 @@ class _RNNLayer(HybridBlock):
         shape = self.l0_i2h_weight.shape
         return (f"{type(self).__name__}({shape[1] or None} -> {self._hidden_size}, {self._layout}, "
                 f"num_layers={self._num_layers}{', bidirectional' if self._dir == 2 else ''})")
+
+    def _collect_params_with_prefix(self, prefix: str = ""):
+        """Parameter-file names as MXNet 1.9.1 writes them for fused layers: the names of the
+        equivalent unfused cells (``_unfused.0.i2h_weight``; ``_unfused.0.l_cell.i2h_weight`` when
+        bidirectional), so files stay compatible with cell-based models."""
+        if prefix:
+            prefix += "."
+        pattern = re.compile(r"(l|r)(\d+)_(i2h|h2h)_(weight|bias)\Z")
+        ret = {}
+        for key, val in self._reg_params.items():
+            d, layer, g, t = pattern.match(key).groups()
+            cell = f"{d}_cell." if self._dir == 2 else ""
+            ret[f"{prefix}_unfused.{layer}.{cell}{g}_{t}"] = val
+        return ret
 
     def state_info(self, batch_size: int = 0):
         shape = (self._num_layers * self._dir, batch_size, self._hidden_size)
