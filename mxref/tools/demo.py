@@ -12,6 +12,7 @@ The engine demo (two matrix chains run in parallel) is ``python -m mxref.tools.e
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -241,7 +242,10 @@ def main(argv=None) -> dict:
     print(f"checkpoint          : {prefix}-symbol.json, {prefix}-{args.num_epochs:04d}.params "
           f"(MXNet format; reloads with the same predictions: {same})")
     print(f"training curve      : {curve}")
-    print(f"profiler trace      : {trace} (last epoch)")
+    with open(trace) as f:
+        n_events = len(json.load(f)["traceEvents"])
+    note = "" if n_events else "; this engine records no operator events"
+    print(f"profiler trace      : {trace} (last epoch, {n_events} events{note})")
     return {"accuracy": accuracy, "samples_per_s": speed, "memory_mb": mb, "history": history,
             "checkpoint": prefix, "trace": trace, "same_after_reload": same}
 

@@ -28,7 +28,7 @@ def test_help_lists_the_knobs():
 def test_one_epoch_writes_every_output(tmp_path):
     """One epoch: accuracy, samples/s, memory plan, an MXNet-format checkpoint, curve and trace."""
     out = run(["mxref.tools.demo", "--num-epochs", "1", "--batch-size", "100", "--network", "mlp",
-               "--out", str(tmp_path), "--engine", "NaiveEngine"])
+               "--out", str(tmp_path), "--engine", "ThreadedEnginePerDevice"])
     accuracy = float(re.search(r"validation accuracy : ([0-9.]+)", out).group(1))
     assert 0.0 <= accuracy <= 1.0
     speed = float(re.search(r"training speed\s+: ([0-9,.]+) samples/s", out).group(1).replace(",", ""))
