@@ -54,11 +54,42 @@ def collective_max(a):
     return a[0]
 
 
+def recovery(model_bytes: int) -> None:
+    """Robust launcher only: rank 1 dies after checkpoint 2; its successor times the catch-up.
+
+    Printed: seconds from the restarted process's ``init`` to the end of ``load_checkpoint``
+    (rendezvous + checkpoint transfer), and to the end of the first replayed call.
+    """
+    import signal
+    t_start = time.perf_counter()
+    collective.init()
+    rank = collective.get_rank()
+    version, model, _ = collective.load_checkpoint()
+    t_loaded = time.perf_counter()
+    if model is None:
+        model = np.zeros(model_bytes // 4, np.float32)
+    for it in range(version, 4):
+        grad = np.ones(1024, np.float32)
+        collective.allreduce(grad, SUM)
+        if version > 0 and it == version:
+            print(f"recovery model {model_bytes} B: load_checkpoint {t_loaded - t_start:.3f} s, "
+                  f"first call {time.perf_counter() - t_start:.3f} s", flush=True)
+        if it == 2 and rank == 1 and os.environ.get("MXREF_NUM_ATTEMPT") == "0":
+            os.kill(os.getpid(), signal.SIGKILL)
+        model += 1
+        collective.checkpoint(model)
+    collective.finalize()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--max-bytes", type=int, default=64 << 20)
     p.add_argument("--budget", type=float, default=0.3, help="seconds of repeats per measurement")
+    p.add_argument("--recovery", type=int, default=0, metavar="BYTES",
+                   help="robust launcher: time a killed worker's recovery with a model of BYTES")
     args = p.parse_args()
+    if args.recovery:
+        return recovery(args.recovery)
     robust = bool(os.environ.get("MXREF_TRACKER_URI"))
     collective.init("robust" if robust else "mpi")
     eng = collective._engine()

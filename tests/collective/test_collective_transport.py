@@ -1,0 +1,82 @@
+"""The robust engine's TCP transport and tracker, in threads: rendezvous, big sends, lost peers."""
+import io
+import threading
+
+import numpy as np
+import pytest
+
+from mxref.base import MXNetError
+from mxref.collective import algorithms
+from mxref.collective.base import SUM, LinkError, reducer
+from mxref.collective.tracker import Tracker
+from mxref.collective.transport import SocketLink
+
+
+def in_threads(world, fn, tracker):
+    out, errors = [None] * world, []
+
+    def body(rank):
+        link = SocketLink((tracker.host, tracker.port), rank, world, timeout=20)
+        try:
+            link.reconnect()
+            out[rank] = fn(link)
+        except BaseException as exc:  # noqa: B036 - surfaced below
+            errors.append(exc)
+        finally:
+            link._drop()
+            link.listener.close()
+    threads = [threading.Thread(target=body, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    return out
+
+
+@pytest.fixture
+def tracker():
+    t = Tracker(3, out=io.StringIO()).start()
+    yield t
+    t.close()
+
+
+def test_rendezvous_then_ring_and_tree_over_tcp(tracker):
+    """Three links meet at the tracker; a 4 MB ring allreduce (every rank sends first) completes."""
+    def work(link):
+        big = np.full(1 << 20, link.rank + 1.0, np.float32)
+        algorithms.ring_allreduce(link, big, reducer(SUM, big.dtype))
+        small = np.array([link.rank + 1])
+        algorithms.tree_allreduce(link, small, reducer(SUM, small.dtype))
+        return float(big.min()), float(big.max()), int(small[0]), link.epoch
+    assert in_threads(3, work, tracker) == [(6.0, 6.0, 6, 1)] * 3
+
+
+def test_a_closed_peer_is_a_link_error_and_everyone_rejoins(tracker):
+    """When rank 2 drops its sockets, the others' receive raises LinkError; a rejoin opens epoch 2."""
+    def work(link):
+        if link.rank == 2:
+            link._drop()
+        else:
+            with pytest.raises(LinkError):
+                link.recv(2, np.zeros(4))
+        link.reconnect()
+        x = np.array([1.0])
+        algorithms.tree_allreduce(link, x, reducer(SUM, x.dtype))
+        return link.epoch, x[0]
+    assert in_threads(3, work, tracker) == [(2, 3.0)] * 3
+
+
+def test_tracker_prints_and_missing_environment_is_explained(tracker, monkeypatch):
+    """tracker_print lands on the tracker's stream; a robust engine without the launcher says how."""
+    link = SocketLink((tracker.host, tracker.port), 0, 3)
+    link.tracker_print("[0] hello")
+    link.listener.close()
+    for _ in range(100):
+        if "[0] hello" in tracker.out.getvalue():
+            break
+        threading.Event().wait(0.01)
+    assert "[0] hello" in tracker.out.getvalue()
+    monkeypatch.delenv("MXREF_TRACKER_URI", raising=False)
+    with pytest.raises(MXNetError, match="needs MXREF_TRACKER_URI.*mxref.tools.launch --engine robust"):
+        SocketLink.from_env()
