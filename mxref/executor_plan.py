@@ -31,7 +31,7 @@ from .passes.base import Graph, apply_pass
 from .passes.gradient import full_graph
 from .passes.mirror import mxnet_mirror_fun
 from .passes.plan_memory import BAD_STORAGE_ID, EXTERNAL_STORAGE_ID
-from .symbol.graph import NodeEntry
+from .symbol.graph import NodeEntry, make_node
 from .symbol.symbol import _copy_graph
 
 __all__ = ["GraphPlan", "build_graph", "allocate", "compile_segments", "NodeOp", "SegmentFn"]
@@ -92,6 +92,7 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     if xs:
         graph = full_graph(outputs, xs, mirror_fun=mxnet_mirror_fun())
         head_nodes = graph.attrs["head_grad_nodes"]
+        _private_add_targets(graph, len(outputs), [grad_req[x.node.name] for x in xs])
     else:
         graph, head_nodes = Graph(outputs), []
     try:
@@ -128,6 +129,24 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     head_grad_nids = [idx.node_id.get(id(h)) for h in head_nodes]
     num_forward_nodes = len(Graph(outputs).indexed.nodes)
     return GraphPlan(graph, num_fwd, num_forward_nodes, input_nid, head_grad_nids, grad_eids)
+
+
+def _private_add_targets(graph: Graph, num_fwd: int, reqs: Sequence[str]) -> None:
+    """Give each gradient bound with ``grad_req='add'`` an entry of its own (a ``_copy``) when
+    the entry it would be written from is also read by another node or is a forward output.
+
+    NOTE: the gradient array *is* that entry's memory, and 'add' makes it ``old + gradient``; a
+    backward node reading the entry would then see the old gradient added in (``x + tanh(w)``
+    with ``x`` on 'add' gives ``w`` a wrong gradient). MXNet 1.9.1 has exactly this defect.
+    """
+    readers = {(id(e.node), e.index) for n in graph.indexed.nodes for e in n.inputs}
+    readers |= {(id(e.node), e.index) for e in graph.outputs[:num_fwd]}
+    for i, req in enumerate(reqs):
+        e = graph.outputs[num_fwd + i]
+        if req == "add" and ((id(e.node), e.index) in readers or e.node.is_variable):
+            copy = make_node("_copy", [e], f"{e.node.name}_add_target")
+            graph.outputs[num_fwd + i] = NodeEntry(copy, 0, 0)
+    graph._indexed = None
 
 
 def allocate(plan: GraphPlan, ctx, bound: Dict[int, NDArray], shared_pool: Optional[list] = None):

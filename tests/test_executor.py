@@ -372,3 +372,16 @@ def test_two_inputs_with_one_name_are_refused():
     sym = mx.sym.elemwise_add(mx.sym.Variable("x"), mx.sym.Variable("x"))
     with pytest.raises(MXNetError, match="several inputs named"):
         sym.simple_bind(mx.cpu(), x=(2,))
+
+
+def test_grad_req_add_does_not_leak_into_other_gradients():
+    """``x + tanh(w)`` with x on 'add': tanh's backward must read the head gradient, not x's
+    accumulated gradient array (MXNet 1.9.1 gives w the gradient 11 * (1 - tanh^2) here)."""
+    x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
+    ex = (x + mx.sym.tanh(w)).simple_bind(mx.cpu(), grad_req={"x": "add", "w": "write"}, x=(3,), w=(3,))
+    ex.arg_dict["w"][:] = 0.5
+    ex.grad_dict["x"][:] = 10.0
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((3,)))
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.full(3, 11.0))
+    np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), np.full(3, 1 - np.tanh(0.5) ** 2), rtol=1e-6)
