@@ -218,7 +218,7 @@ class Comm:
                 if idle:
                     time.sleep(idle * 5e-5)
         except Exception as exc:  # noqa: BLE001 - every waiter must hear about it
-            self._fail_all(MXNetError(f"kvstore: MPI communication failed on "
+            self._fail_all(MXNetError(f"kvstore: communication (MPI) failed on "
                                       f"{self.roles.name(self.roles.mpi_rank)}: "
                                       f"{type(exc).__name__}: {exc}"))
 

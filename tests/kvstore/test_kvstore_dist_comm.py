@@ -1,0 +1,86 @@
+"""The communication thread in one process: MPI's singleton mode, messages to itself over COMM_SELF.
+
+Header and data pairing, replies received in place, timeouts and errors that name the rank,
+and a failing thread that fails every waiter -- without mpiexec.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import mxref as mx
+
+MPI = pytest.importorskip("mpi4py.MPI", reason="needs mpi4py")
+
+from mxref.kvstore.dist.comm import Cmd, Comm  # noqa: E402
+from mxref.kvstore.dist.roles import Roles  # noqa: E402
+
+ROLES = Roles(0, 2, 1)      # this process plays server 0; its replies come from "MPI rank 0"
+
+
+@pytest.fixture
+def echo():
+    """A Comm whose handler answers PULL with twice the data, ERRORs on PUSH, ignores INIT."""
+    holder = {}
+
+    def handler(msg):
+        comm = holder["comm"]
+        if msg.cmd == Cmd.PULL:
+            data = None if msg.data is None else msg.data.view(np.float32) * 2
+            comm.post(msg.src, Cmd.REPLY, msg.rid, msg.key, None, data)
+        elif msg.cmd == Cmd.PUSH:
+            comm.post(msg.src, Cmd.ERROR, msg.rid, msg.key, {"msg": "no such key"})
+        elif msg.cmd == Cmd.BARRIER:
+            raise RuntimeError("handler exploded")
+    comm = holder["comm"] = Comm(MPI.COMM_SELF.Dup(), ROLES, handler).start()
+    yield comm
+    comm.stop()
+
+
+def wait_all(n):
+    done, results = threading.Event(), []
+
+    def callback(msg, err):
+        results.append((msg, err))
+        if len(results) == n:
+            done.set()
+    return callback, done, results
+
+
+def test_many_requests_pair_header_and_data(echo):
+    """Twenty requests of different sizes in flight at once: each reply lands in its own buffer."""
+    sizes = [0, 1, 3, 1000, 70000] * 4
+    outs = [np.full(n, -1, np.float32) for n in sizes]
+    callback, done, results = wait_all(len(sizes))
+    for i, (n, out) in enumerate(zip(sizes, outs)):
+        echo.request(0, Cmd.PULL, ("k", i), data=np.arange(n, dtype=np.float32) + i, recv_into=out,
+                     callback=callback)
+    assert done.wait(20)
+    assert all(err is None for _, err in results)
+    for i, (n, out) in enumerate(zip(sizes, outs)):
+        assert np.array_equal(out, 2 * (np.arange(n, dtype=np.float32) + i)), i
+
+
+def test_timeout_names_the_silent_rank(echo):
+    """A request nobody answers fails after its timeout, naming the rank and the request."""
+    with pytest.raises(mx.MXNetError, match=r"server 0 \(MPI rank 0\) did not answer INIT of key 'w'"):
+        echo.call([0], Cmd.INIT, "w", timeout=0.2)
+
+
+def test_error_reply_and_size_mismatch(echo):
+    """A server's ERROR reply raises with its message; a reply too big for its buffer is refused."""
+    with pytest.raises(mx.MXNetError, match="PUSH of key 'w' failed on server 0.*no such key"):
+        echo.call([0], Cmd.PUSH, "w")
+    callback, done, results = wait_all(1)
+    echo.request(0, Cmd.PULL, "w", data=np.ones(4, np.float32), recv_into=np.zeros(3, np.float32),
+                 callback=callback, what="pull of key 'w'")
+    assert done.wait(10)
+    assert "does not fit" in str(results[0][1]) and "pull of key 'w'" in str(results[0][1])
+
+
+def test_failed_thread_fails_every_waiter(echo):
+    """When the thread itself fails, waiters and later requests get the error, nobody hangs."""
+    with pytest.raises(mx.MXNetError, match="communication .MPI. failed on server 0.*handler exploded"):
+        echo.call([0], Cmd.BARRIER, timeout=10)
+    with pytest.raises(mx.MXNetError, match="handler exploded"):
+        echo.call([0], Cmd.PULL, "w", timeout=10)
