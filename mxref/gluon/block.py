@@ -107,6 +107,24 @@ def _regroup(args, fmt):
     return ret, args
 
 
+def _flatten_any(x) -> list:
+    if isinstance(x, (list, tuple)):
+        return [y for item in x for y in _flatten_any(item)]
+    return [x]
+
+
+def _shape_str(x) -> str:
+    """Shapes of (nested) arrays as MXNet's summary prints them: ``(2, 5)`` or ``(2, 5), (1, 2, 3)``."""
+    def shapes(v):
+        if isinstance(v, (list, tuple)):
+            return [shapes(i) for i in v]
+        return v.shape if isinstance(v, NDArray) else v
+    s = shapes(x)
+    if isinstance(s, list):
+        return str(s)[1:-1] if len(s) > 1 else str(s[0])
+    return str(s)
+
+
 class Block:
     """Base class of all layers and models: holds children Blocks and Parameters.
 
@@ -285,6 +303,53 @@ class Block:
 
     def reset_ctx(self, ctx) -> None:
         self.collect_params().reset_ctx(ctx)
+
+    def summary(self, *inputs) -> None:
+        """Print each layer's output shape and parameter count for one forward on ``inputs``.
+
+        The layout is MXNet's; layers only traced during deferred initialization (symbol
+        outputs) are not listed, and the block must not be hybridized.
+        """
+        rows = [("Input", _shape_str(inputs), 0)]
+        seen, totals = set(), {"total": 0, "trainable": 0, "shared": 0}
+
+        def hook(block, _, outputs):
+            flat = _flatten_any(outputs)
+            if any(isinstance(o, _symbol.Symbol) for o in flat):
+                return
+            n = 0
+            for p in block.params.values():
+                size = p.data().size
+                n += size
+                totals["trainable"] += 0 if p.grad_req == "null" else size
+                totals["shared"] += size if id(p) in seen else 0
+                seen.add(id(p))
+            totals["total"] += n
+            rows.append((f"{type(block).__name__}-{len(rows)}", _shape_str(outputs), n))
+
+        def register(block):
+            if getattr(block, "_active", False):
+                raise AssertionError(f'"{block.name}" must not be hybridized to print summary.')
+            if type(block).__name__ not in ("Sequential", "HybridSequential"):
+                handles.append(block.register_forward_hook(hook))
+
+        handles: list = []
+        try:
+            self.apply(register)
+            self(*inputs)
+        finally:
+            for h in handles:
+                h.detach()
+        line = "{:>20}  {:>42} {:>15}"
+        out = ["-" * 80, line.format("Layer (type)", "Output Shape", "Param #"), "=" * 80]
+        out += [line.format(name, shape, n) for name, shape, n in rows]
+        unique = sum(p.data().size for p in self.collect_params().values())
+        out += ["=" * 80, "Parameters in forward computation graph, duplicate included",
+                f"   Total params: {totals['total']}", f"   Trainable params: {totals['trainable']}",
+                f"   Non-trainable params: {totals['total'] - totals['trainable']}",
+                f"Shared params in forward computation graph: {totals['shared']}",
+                f"Unique parameters in model: {unique}", "-" * 80]
+        print("\n".join(out))
 
     def __call__(self, *args):
         for hook in self._forward_pre_hooks.values():

@@ -258,3 +258,21 @@ def test_cast_and_reset_ctx_rebind():
     y1 = net(x.as_in_context(mx.cpu(1)))
     assert y1.context == mx.cpu(1)
     np.testing.assert_allclose(y1.asnumpy(), y, rtol=1e-5)
+
+
+def test_summary(capsys):
+    """summary prints MXNet's table: one row per layer, output shapes, parameter totals."""
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(8, activation="relu"), nn.BatchNorm(), nn.Dense(3))
+    net.initialize()
+    net.summary(mx.nd.ones((2, 5)))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3].split() == ["Input", "(2,", "5)", "0"]
+    assert [ln.split()[0] for ln in lines[4:8]] == ["Activation-1", "Dense-2", "BatchNorm-3", "Dense-4"]
+    assert lines[7].split()[-1] == "27"
+    assert "   Total params: 107" in lines and "   Trainable params: 91" in lines
+    assert "   Non-trainable params: 16" in lines
+    net.hybridize()
+    with pytest.raises(AssertionError, match="must not be hybridized"):
+        net.summary(mx.nd.ones((2, 5)))
