@@ -191,3 +191,17 @@ def test_states_round_trip_with_update_on_kvstore(tmp_path):
     assert tr_a._update_on_kvstore and tr_b._update_on_kvstore
     for c in ctxs:
         np.testing.assert_allclose(net_b.weight.data(c).asnumpy(), net_a.weight.data(c).asnumpy(), rtol=1e-6)
+
+
+def test_no_kvstore_updates_each_device_alone():
+    """kvstore=None with two devices: no reduction, each copy steps with its own gradient."""
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    net = dense(0.0, ctx=ctxs)
+    tr = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1.0}, kvstore=None)
+    with autograd.record():
+        ys = [net(mx.nd.array([[1, 2]], ctx=ctxs[0])).sum(), net(mx.nd.array([[3, 4]], ctx=ctxs[1])).sum()]
+    autograd.backward(ys)
+    tr.step(1)
+    assert tr._kvstore is None
+    np.testing.assert_allclose(net.weight.data(ctxs[0]).asnumpy(), [[-1, -2]])
+    np.testing.assert_allclose(net.weight.data(ctxs[1]).asnumpy(), [[-3, -4]])
