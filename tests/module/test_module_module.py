@@ -62,6 +62,13 @@ def test_init_optimizer_rescales_by_batch_and_names_indices():
     mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
     assert mod._optimizer.rescale_grad == pytest.approx(1 / 20)
     assert mod._optimizer.idx2name == {0: "fc1_weight", 1: "fc1_bias", 2: "fc2_weight", 3: "fc2_bias"}
+    # Two devices without a store: index i * 2 + k is parameter i on device k; biases get no decay.
+    two = Module(mlp(), context=[mx.cpu(0), mx.cpu(1)])
+    two.bind(data_shapes=[("data", (20, 4))], label_shapes=[("softmax_label", (20,))])
+    two.init_params()
+    two.init_optimizer(kvstore=None, optimizer_params={"learning_rate": 0.1, "wd": 0.5})
+    assert two._optimizer.idx2name[3] == "fc1_bias" and two._optimizer.idx2name[4] == "fc2_weight"
+    assert [two._optimizer._get_wd(i) for i in range(8)] == [0.5, 0.5, 0, 0, 0.5, 0.5, 0, 0]
 
 
 def test_default_initializer_is_uniform_001():
