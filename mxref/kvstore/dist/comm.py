@@ -211,8 +211,8 @@ class Comm:
                     return
                 # NOTE: MPI has no blocking wait on "a message or a queue item", so the thread
                 # polls; it backs off to 1 ms sleeps when idle so that servers and workers
-                # sharing a few cores do not starve each other.
-                # A transfer in flight needs this thread to drive MPI's progress: stay quick.
+                # sharing a few cores do not starve each other, but stays on short sleeps while
+                # a transfer is in flight, since this thread is what drives MPI's progress.
                 in_flight = self._sends or self._incoming
                 idle = 0 if busy else min(idle + 1, 1 if in_flight else 20)
                 if idle:
