@@ -12,9 +12,13 @@ import logging
 import warnings
 from typing import Callable, Dict, Optional
 
+import numpy as np
+
+from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import cpu
 from ..initializer import Uniform
+from ..model import load_params
 from .base_module import BaseModule
 from .module import Module
 
@@ -63,6 +67,35 @@ class BucketingModule(BaseModule):
         self._params_dirty = False
         self._monitor = None
         self._grad_req = None
+        self._preloaded = None        # (arg_params, aux_params) from BucketingModule.load
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save_checkpoint(self, prefix: str, epoch: int, remove_amp_cast: bool = False) -> None:
+        """Write ``prefix-%04d.params``, ``prefix-<key>-symbol.json`` per bucket and ``prefix.buckets``.
+
+        As in MXNet, the bucket keys are saved as one int32 NDArray, so they must be integers.
+        """
+        if not self._buckets:
+            raise MXNetError("save_checkpoint: an empty BucketingModule (never bound) cannot be saved")
+        self.save_params("%s-%04d.params" % (prefix, epoch))
+        for key in self._buckets:
+            self._call_sym_gen(key)[0].save(f"{prefix}-{key}-symbol.json", remove_amp_cast=remove_amp_cast)
+        nd.save(f"{prefix}.buckets", nd.array(list(self._buckets), dtype=np.int32))
+
+    @staticmethod
+    def load(prefix: str, epoch: int, sym_gen: Callable = None, default_bucket_key=None,
+             **kwargs) -> "BucketingModule":
+        """A module with the parameters of ``prefix-%04d.params``, set when it is bound.
+
+        The buckets' symbols come from ``sym_gen`` (which ``save_checkpoint`` also used), so the
+        per-bucket JSON files are not needed to resume.
+        """
+        if sym_gen is None or default_bucket_key is None:
+            raise MXNetError("BucketingModule.load: sym_gen and default_bucket_key are required")
+        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        mod._preloaded = load_params(prefix, epoch)
+        mod.params_initialized = True
+        return mod
 
     def _call_sym_gen(self, key):
         symbol, data_names, label_names = self._sym_gen(key)
@@ -172,7 +205,7 @@ class BucketingModule(BaseModule):
              grad_req="write") -> None:
         """Bind the default bucket's module for these shapes."""
         if self.params_initialized:
-            arg_params, aux_params = self.get_params()
+            arg_params, aux_params = self.get_params() if self.binded else self._preloaded
         if force_rebind:
             self._reset_bind()
         if self.binded:

@@ -79,3 +79,21 @@ def test_bucketing_errors():
     mod = BucketingModule(sym_gen, default_bucket_key=5)
     with pytest.raises(mx.MXNetError, match="bind"):
         mod.forward(make_batch(5, 0))
+
+
+def test_checkpoint_saves_every_bucket_and_loads(tmp_path):
+    """save_checkpoint writes params, one symbol per bucket and the key list; load resumes the params."""
+    mod = setup(BucketingModule(sym_gen, default_bucket_key=5))
+    for i, key in enumerate((5, 3)):
+        mod.forward(make_batch(key, i), is_train=True)
+        mod.backward()
+        mod.update()
+    prefix = str(tmp_path / "bk")
+    mod.save_checkpoint(prefix, 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bk-0002.params", "bk-3-symbol.json",
+                                                         "bk-5-symbol.json", "bk.buckets"]
+    assert sorted(mx.nd.load(prefix + ".buckets")[0].asnumpy().tolist()) == [3, 5]
+    loaded = BucketingModule.load(prefix, 2, sym_gen=sym_gen, default_bucket_key=5)
+    loaded.bind(data_shapes=[("data", (6, 5, 4))], label_shapes=[("softmax_label", (6,))])
+    for name, value in mod.get_params()[0].items():
+        np.testing.assert_array_equal(loaded.get_params()[0][name].asnumpy(), value.asnumpy())
