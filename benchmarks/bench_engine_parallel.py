@@ -7,11 +7,13 @@ ThreadedEnginePerDevice with ``MXNET_CPU_WORKER_NTHREADS=2``) when its interpret
 
     .venv/bin/python benchmarks/bench_engine_parallel.py [--repeats 5] [--mxnet PYTHON] [--no-mxnet]
 
-Each configuration runs in its own subprocess (engines and thread pools never share a process);
-times are medians of the repeats. For mxref it also prints the *concurrency*: the summed duration
-of the matmuls divided by the wall time, i.e. how many ran at once on average. That number shows
-the engine overlapping the chains even on a machine whose cores are busy with other work, where
-the wall-time speedup cannot show.
+Each timed run is its own subprocess (engines and thread pools never share a process; each warms
+up once first), and the configurations alternate within every repeat; times are medians. For
+mxref it also prints the *concurrency*: the summed duration of the matmuls divided by the wall
+time, i.e. how many ran at once on average. That number shows the engine overlapping the chains
+even on a machine whose cores are busy with other work, where the wall-time speedup cannot show.
+A control runs the same chains on two plain Python threads: its sequential / threaded ratio, paired
+with each repeat, is the most any engine could gain on the machine at that moment.
 """
 from __future__ import annotations
 
@@ -27,6 +29,42 @@ ROOT = os.path.dirname(HERE)
 MXNET_PY = "/work/venvs/mxnet191/bin/python"
 N, CHAIN = 1024, 20
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def run_plain_threads(repeats: int) -> list:
+    """The control: the same two chains on two plain Python threads, and one after the other.
+
+    Returns ``[(sequential_s, two_threads_s), ...]``: their ratio is the most any engine could
+    gain on this machine at this moment (less than 2 when other programs hold the cores).
+    """
+    import threading
+    import time
+
+    import numpy as np
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((N, N)) / np.sqrt(N)).astype(np.float32)
+
+    def chain(x, out):
+        for _ in range(CHAIN):
+            out_buf = np.empty_like(x)
+            np.matmul(x, w, out=out_buf)
+            x = out_buf
+
+    samples = []
+    for _ in range(repeats + 1):
+        xs = [rng.standard_normal((N, N)).astype(np.float32) for _ in range(2)]
+        t0 = time.perf_counter()
+        for x in xs:
+            chain(x, None)
+        seq = time.perf_counter() - t0
+        threads = [threading.Thread(target=chain, args=(x, None)) for x in xs]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        samples.append((seq, time.perf_counter() - t0))
+    return samples[1:]
 
 
 def run_mxref(engine: str, repeats: int) -> list:
@@ -100,33 +138,45 @@ def main() -> None:
     ap.add_argument("--no-mxnet", action="store_true")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker == "plain":
+        print(json.dumps(run_plain_threads(args.repeats)))
+        return
     if args.worker:
         print(json.dumps(run_mxref(args.worker, args.repeats)))
         return
 
-    print(f"two chains of {CHAIN} matmuls {N}x{N} float32, BLAS 1 thread, median of {args.repeats}")
-    results = {}
-    for engine in ("naive", "threaded"):
-        results[f"mxref {engine}"] = subprocess_run(
-            [sys.executable, __file__, "--worker", engine, "--repeats", str(args.repeats)], {})
+    print(f"two chains of {CHAIN} matmuls {N}x{N} float32, BLAS 1 thread, {args.repeats} paired repeats")
+
+    def me(worker):
+        return [sys.executable, __file__, "--worker", worker, "--repeats", "1"]
+    configs = [("plain", me("plain"), {}), ("mxref naive", me("naive"), {}),
+               ("mxref threaded", me("threaded"), {})]
     if not args.no_mxnet and os.path.exists(args.mxnet):
-        script = MXNET_SCRIPT % (N, CHAIN, args.repeats)
-        for engine, name in (("naive", "NaiveEngine"), ("threaded", "ThreadedEnginePerDevice")):
-            results[f"mxnet {engine}"] = subprocess_run(
-                [args.mxnet, "-c", script],
-                {"MXNET_ENGINE_TYPE": name, "MXNET_CPU_WORKER_NTHREADS": "2"})
-    busy = {k: [b / t for t, b in v] for k, v in results.items() if k.startswith("mxref")}
-    results = {k: [s[0] if isinstance(s, list) else s for s in v] for k, v in results.items()}
-    med = {k: statistics.median(v) for k, v in results.items()}
-    for k, v in med.items():
-        line = f"  {k:<16} {v * 1000:8.1f} ms   (runs: {', '.join(f'{s * 1000:.0f}' for s in results[k])})"
-        if k in busy:
-            line += f"   concurrency {statistics.median(busy[k]):.2f}"
+        script = MXNET_SCRIPT % (N, CHAIN, 1)
+        configs += [(f"mxnet {engine}", [args.mxnet, "-c", script],
+                     {"MXNET_ENGINE_TYPE": name, "MXNET_CPU_WORKER_NTHREADS": "2"})
+                    for engine, name in (("naive", "NaiveEngine"), ("threaded", "ThreadedEnginePerDevice"))]
+    # NOTE: configurations alternate within each repeat, so a change in the machine's load hits
+    # naive and threaded alike; speedups are medians of the per-repeat (paired) ratios.
+    samples = {name: [] for name, _, _ in configs}
+    for _ in range(args.repeats):
+        for name, argv, env in configs:
+            samples[name].append(subprocess_run(argv, env)[0])
+    ceiling = [seq / par for seq, par in samples.pop("plain")]
+    times = {name: [s[0] if isinstance(s, list) else s for s in v] for name, v in samples.items()}
+    for name, ts in times.items():
+        runs = ", ".join(f"{t * 1000:.0f}" for t in ts)
+        line = f"  {name:<16} {statistics.median(ts) * 1000:8.1f} ms   (runs: {runs})"
+        if name.startswith("mxref"):      # mxref samples are (wall, summed matmul time)
+            line += f"   concurrency {statistics.median(b / t for t, b in samples[name]):.2f}"
         print(line)
+    print(f"  ceiling (plain threads, sequential / 2 threads): {statistics.median(ceiling):.2f}x "
+          f"(per repeat: {', '.join(f'{c:.2f}' for c in ceiling)})")
     for system in ("mxref", "mxnet"):
-        if f"{system} naive" in med:
-            ratio = med[f"{system} naive"] / med[f"{system} threaded"]
-            print(f"  {system} speedup threaded/naive: {ratio:.2f}x")
+        if f"{system} naive" in times:
+            ratios = [n / t for n, t in zip(times[f"{system} naive"], times[f"{system} threaded"])]
+            print(f"  {system} speedup threaded/naive: {statistics.median(ratios):.2f}x "
+                  f"(per repeat: {', '.join(f'{r:.2f}' for r in ratios)})")
 
 
 if __name__ == "__main__":
