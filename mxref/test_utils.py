@@ -12,6 +12,7 @@ import functools
 import inspect
 import os
 import random as _pyrandom
+import time
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -20,7 +21,7 @@ from . import resource as _resource
 from .base import MXNetError
 from .context import Context, current_context
 from .ndarray.ndarray import NDArray
-from .ndarray.utils import array
+from .ndarray.utils import array, waitall
 from .ops import registry as _registry
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
@@ -28,7 +29,8 @@ __all__ = ["default_context", "set_default_context", "default_dtype", "default_r
            "almost_equal", "assert_almost_equal", "assert_allclose", "assert_exception",
            "random_arrays", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "rand_ndarray",
            "simple_forward", "numeric_grad", "check_numeric_gradient", "check_symbolic_forward",
-           "check_symbolic_backward", "check_consistency", "reference_kernels", "with_seed", "OpTestCase"]
+           "check_symbolic_backward", "check_consistency", "check_speed", "reference_kernels", "with_seed",
+           "OpTestCase"]
 
 _default_ctx: Optional[Context] = None
 
@@ -379,6 +381,35 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         want = np.asarray(want) + (init[name] if req == "add" else 0)
         assert_almost_equal(want, got, rtol, atol, (f"EXPECTED_{name}", f"BACKWARD_{name}"), equal_nan)
     return grads
+
+
+def check_speed(sym, location=None, ctx=None, N: int = 20, grad_req=None, typ: str = "whole",
+                **kwargs) -> float:
+    """Seconds per iteration of ``forward`` (``typ='forward'``) or ``forward`` + ``backward``
+    (``'whole'``), after one warm-up; ``location`` gives values, else ``kwargs`` give shapes."""
+    if typ not in ("whole", "forward"):
+        raise ValueError(f"typ can only be 'whole' or 'forward', got {typ!r}")
+    ctx = ctx or default_context()
+    grad_req = grad_req or ("write" if typ == "whole" else "null")
+    if location is None:
+        ex = sym.simple_bind(ctx, grad_req=grad_req, **kwargs)
+        location = {k: np.random.normal(size=a.shape, scale=1.0) for k, a in ex.arg_dict.items()}
+    else:
+        ex = sym.simple_bind(ctx, grad_req=grad_req, **{k: v.shape for k, v in location.items()})
+    for k, v in location.items():
+        ex.arg_dict[k][:] = v
+    heads = [array(np.ones(o.shape), ctx, o.dtype) for o in ex.outputs]   # loss layers ignore theirs
+
+    def run():
+        ex.forward(is_train=typ == "whole")
+        if typ == "whole":
+            ex.backward(heads)
+        waitall()
+    run()
+    tic = time.perf_counter()
+    for _ in range(N):
+        run()
+    return (time.perf_counter() - tic) / N
 
 
 @contextlib.contextmanager

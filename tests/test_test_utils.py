@@ -156,3 +156,15 @@ def test_optestcase_catches_a_wrong_reference():
         _WrongForward().test_forward()
     with pytest.raises(AssertionError):
         _WrongBackward().test_backward_ref()
+
+
+def test_check_speed_times_forward_and_whole():
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=4, name="fc")
+    net = mx.sym.SoftmaxOutput(fc, name="softmax")
+    assert tu.check_speed(net, N=2, data=(3, 5)) > 0
+    location = {"data": np.ones((3, 5)), "fc_weight": np.ones((4, 5)), "fc_bias": np.ones(4),
+                "softmax_label": np.zeros(3)}
+    assert tu.check_speed(net, location=location, N=2, typ="forward") > 0
+    assert tu.check_speed(fc, N=1, data=(3, 5)) > 0          # not a loss layer: ones as head gradient
+    with pytest.raises(ValueError):
+        tu.check_speed(net, N=1, typ="backward", data=(3, 5))
