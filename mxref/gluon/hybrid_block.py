@@ -26,7 +26,6 @@ from .parameter import DeferredInitializationError, Parameter, ParameterDict
 __all__ = ["HybridBlock", "SymbolBlock"]
 
 
-
 class _CachedCall(autograd.Function):
     """One hybridized call recorded as one autograd node; backward is the executor's backward."""
 
