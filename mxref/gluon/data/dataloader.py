@@ -152,5 +152,8 @@ class DataLoader:
     def __del__(self):
         pool = getattr(self, "_pool", None)
         if pool is not None:
-            pool.terminate()
             self._pool = None
+            try:
+                pool.terminate()
+            except Exception:   # noqa: BLE001 - interpreter shutdown may have torn the pool down
+                pass
