@@ -25,6 +25,8 @@ from .parameter import DeferredInitializationError, Parameter, ParameterDict
 
 __all__ = ["HybridBlock", "SymbolBlock"]
 
+_MAX_SIGNATURES = 16   # input signatures whose executors a HybridBlock keeps
+
 
 class _CachedCall(autograd.Function):
     """One hybridized call recorded as one autograd node; backward is the executor's backward."""
@@ -205,19 +207,19 @@ class HybridBlock(Block):
             if not entry.busy:
                 return entry
         data_names = [i.name for i in inputs]
-        args, grads, reqs = {}, {}, {}
+        arg_arrays, grads, reqs = {}, {}, {}
         for name, x, wants in zip(data_names, flat, needs_grad):
-            args[name] = nd.zeros(x.shape, ctx, x.dtype)
+            arg_arrays[name] = nd.zeros(x.shape, ctx, x.dtype)
             if wants:
                 grads[name] = nd.zeros(x.shape, ctx, x.dtype)
         grad_names, grad_params = list(data_names), []
         for name in out.list_arguments():
-            if name in args:
+            if name in arg_arrays:
                 continue
             if name not in params:
                 raise MXNetError(f"Unknown input to HybridBlock: {name}")
             p = params[name]
-            args[name] = p.data(ctx)
+            arg_arrays[name] = p.data(ctx)
             if recording and p.grad_req != "null":
                 grads[name] = nd.zeros(p.shape, ctx, p.dtype)
                 reqs[name] = "write"
@@ -226,10 +228,23 @@ class HybridBlock(Block):
         for name in data_names:
             reqs[name] = "write" if name in grads else "null"
         aux = {name: params[name].data(ctx) for name in out.list_auxiliary_states()}
-        executor = _bind(out, ctx, args, grads or None, reqs, aux)
+        executor = _bind(out, ctx, arg_arrays, grads or None, reqs, aux)
         entry = _ExecEntry(executor, data_names, grad_names, grad_params)
+        self._evict_signatures()
         self._cached_execs.setdefault(key, []).append(entry)
         return entry
+
+    def _evict_signatures(self) -> None:
+        """Forget the oldest idle signatures beyond ``_MAX_SIGNATURES``.
+
+        NOTE: every signature holds a bound executor with its planned memory; inputs of ever
+        changing shapes (sequence lengths) would otherwise keep them all alive.
+        """
+        for key in list(self._cached_execs):
+            if len(self._cached_execs) < _MAX_SIGNATURES:
+                return
+            if not any(e.busy for e in self._cached_execs[key]):
+                del self._cached_execs[key]
 
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")

@@ -276,3 +276,14 @@ def test_summary(capsys):
     net.hybridize()
     with pytest.raises(AssertionError, match="must not be hybridized"):
         net.summary(mx.nd.ones((2, 5)))
+
+
+def test_executor_cache_is_bounded():
+    """Ever-changing input shapes do not keep an executor per shape forever."""
+    from mxref.gluon import hybrid_block
+    net = nn.Dense(2, in_units=3)
+    net.initialize()
+    net.hybridize()
+    for n in range(1, hybrid_block._MAX_SIGNATURES + 6):
+        assert net(mx.nd.ones((n, 3))).shape == (n, 2)
+    assert len(net._cached_execs) <= hybrid_block._MAX_SIGNATURES
