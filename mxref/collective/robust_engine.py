@@ -12,10 +12,11 @@ Before every call all ranks exchange a 7-number header (one ring allgather)::
 and every rank takes the same decision from the same table:
 
     A. a rank still at CHECKPOINT while another already committed it -> it commits too
-    B. some rank is LOADing (a restarted process) -> the lowest live rank with the newest version
-       broadcasts its checkpoint; local models come back from the ring successor's replica
-    C. seqnos differ -> the lowest rank that is ahead broadcasts its cached result for the
-       smallest seqno; the ranks behind take it (prepare_fun is skipped) and move on
+    B. some rank is LOADing (a restarted process) -> the lowest live rank (all live ranks now
+       have the newest version) sends it the checkpoint; local models come back from the ring
+       successor's replica
+    C. seqnos differ -> the lowest rank that is ahead sends its cached result for the smallest
+       seqno to the ranks behind; they take it (prepare_fun is skipped) and move on
     D. all at the same point -> run the collective for real (on a copy, so a failure halfway
        leaves the input intact), cache the result under its seqno; or commit the checkpoint
 
@@ -62,6 +63,23 @@ def _shift(link, send_to: int, recv_from: int, payload: Optional[bytes]) -> Opti
     got = np.empty(max(int(n_in[0]), 0), np.uint8)
     link.sendrecv(send_to, data, recv_from, got)
     return None if n_in[0] < 0 else got.tobytes()
+
+
+def _send_bytes(link, peer: int, payload: Optional[bytes], tag: int = 0) -> None:
+    """Point-to-point: a (length, tag) header, then the bytes; ``None`` travels as length -1."""
+    link.send(peer, np.array([-1 if payload is None else len(payload), tag], np.int64))
+    if payload:
+        link.send(peer, np.frombuffer(payload, np.uint8))
+
+
+def _recv_bytes(link, peer: int) -> Tuple[Optional[bytes], int]:
+    head = np.zeros(2, np.int64)
+    link.recv(peer, head)
+    if head[0] <= 0:
+        return (None if head[0] < 0 else b""), int(head[1])
+    data = np.empty(int(head[0]), np.uint8)
+    link.recv(peer, data)
+    return data.tobytes(), int(head[1])
 
 
 class MockKill(BaseException):
@@ -193,7 +211,7 @@ class RobustEngine(Engine):
         if not live.all():
             if not live.any():
                 return True, (0, None, None)       # a fresh start: nobody has anything
-            return self._serve_checkpoint(action, live, vmax)
+            return self._serve_checkpoint(action, live)
         # C. Ranks behind get the cached result of the smallest seqno.
         smin = int(seqs.min())
         if (seqs != smin).any():
@@ -225,13 +243,17 @@ class RobustEngine(Engine):
         self.seqno = 0
         self.cache.clear()
 
-    def _serve_checkpoint(self, action: int, live: np.ndarray, vmax: int) -> Tuple[bool, Any]:
-        donor = int(np.flatnonzero(live)[0])
-        ckpt = self.global_ckpt
-        if isinstance(ckpt, tuple):        # lazy: serialise only now that someone needs it
-            ckpt = _pickle(ckpt[1])
-        version, gbytes = algorithms.broadcast_object(
-            self.link, (self.version, ckpt) if self.rank == donor else None, donor)
+    def _serve_checkpoint(self, action: int, live: np.ndarray) -> Tuple[bool, Any]:
+        # Only the restarted ranks need the checkpoint: the donor sends it to each of them.
+        donor, loaders = int(np.flatnonzero(live)[0]), np.flatnonzero(~live).tolist()
+        if self.rank == donor:
+            ckpt = self.global_ckpt
+            if isinstance(ckpt, tuple):        # lazy: serialise only now that someone needs it
+                ckpt = _pickle(ckpt[1])
+            for peer in loaders:
+                _send_bytes(self.link, peer, ckpt, self.version)
+        elif self.rank in loaders:
+            gbytes, version = _recv_bytes(self.link, donor)
         nxt, prv = (self.rank + 1) % self.world_size, (self.rank - 1) % self.world_size
         mine = _shift(self.link, prv, nxt, self.replica)          # my local model, from my successor
         replica = _shift(self.link, nxt, prv, self.local_ckpt)    # my predecessor's, to keep
@@ -244,11 +266,14 @@ class RobustEngine(Engine):
         return True, (version, gmodel, None if mine is None else pickle.loads(mine))
 
     def _serve_cached(self, action: int, meta: tuple, seqs: np.ndarray, smin: int) -> Tuple[bool, Any]:
-        donor = int(np.flatnonzero(seqs > smin)[0])
-        item = algorithms.broadcast_object(self.link, self.cache.get(smin) if self.rank == donor else None,
-                                           donor)
+        donor, behind = int(np.flatnonzero(seqs > smin)[0]), np.flatnonzero(seqs == smin).tolist()
+        if self.rank == donor:
+            payload = _pickle(self.cache[smin])
+            for peer in behind:
+                _send_bytes(self.link, peer, payload)
         if self.seqno != smin:
             return False, None
+        item = pickle.loads(_recv_bytes(self.link, donor)[0])
         if action != COLLECTIVE or tuple(item[0]) != tuple(meta):
             theirs = _KINDS[item[0][0]]
             raise MXNetError(f"collective: rank {self.rank} replays call {smin} of version {self.version} as "
