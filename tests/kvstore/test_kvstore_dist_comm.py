@@ -84,3 +84,13 @@ def test_failed_thread_fails_every_waiter(echo):
         echo.call([0], Cmd.BARRIER, timeout=10)
     with pytest.raises(mx.MXNetError, match="handler exploded"):
         echo.call([0], Cmd.PULL, "w", timeout=10)
+
+
+def test_create_outside_mpiexec_explains(monkeypatch):
+    """A dist store in a lone process (no mpiexec) is refused with how to start the job."""
+    from mxref.kvstore import dist
+    monkeypatch.delenv("MXREF_NUM_SERVERS", raising=False)
+    with pytest.raises(mx.MXNetError, match=r"1 MPI process\(es\) cannot hold 1 server.*mpiexec -n W\+S"):
+        dist.create("dist_sync")
+    with pytest.raises(mx.MXNetError, match="bad staleness"):
+        dist.DistSSPKVStore._staleness(None, "dist_ssp:x")
