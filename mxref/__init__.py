@@ -32,6 +32,7 @@ from . import kvstore as kv  # noqa: E402,F401
 from . import initializer  # noqa: E402
 from . import initializer as init  # noqa: E402,F401
 from . import metric  # noqa: E402,F401
+from . import gluon  # noqa: E402,F401
 from .info import info  # noqa: E402,F401
 
 symbol._init_symbol_module()
