@@ -222,6 +222,7 @@ def main(argv=None) -> dict:
 
     accuracy = history[-1][2]
     speed = float(np.median(progress.speeds)) if progress.speeds else float("nan")
+    # The first device's executor; its planned graph carries the storage plan memory_report reads.
     report = memory_report(mod._exec_group.execs[0]._plan.graph)
     mb = {k: v / 2 ** 20 for k, v in report.items()}
     sym2, arg2, aux2 = model.load_checkpoint(prefix, args.num_epochs)
