@@ -50,17 +50,14 @@ def assert_all_ok(proc, workers):
         [(str(r), str(workers)) for r in range(workers)], out
 
 
-@pytest.mark.parametrize("workers,servers", [(1, 1), (2, 1), (3, 2)])
-def test_sync_closed_forms_and_server_optimizer(workers, servers):
-    """Every worker pulls n(n+1)/2 x factor each round (int/str keys, split arrays, two contexts);
-    server-side SGD with momentum equals the single-process formula."""
-    assert_all_ok(run_job("kv_sync.py", workers, servers, MXNET_KVSTORE_BIGARRAY_BOUND=1000), workers)
-
-
-def test_sync_on_the_naive_engine():
-    """The same closed forms when the worker's engine runs every op at push (ops wait for replies)."""
-    assert_all_ok(run_job("kv_sync.py", 2, 1, MXNET_KVSTORE_BIGARRAY_BOUND=1000,
-                          MXNET_ENGINE_TYPE="NaiveEngine"), 2)
+@pytest.mark.parametrize("workers,servers,engine", [(1, 1, "NaiveEngine"), (2, 1, "ThreadedEnginePerDevice"),
+                                                    (3, 2, "ThreadedEnginePerDevice")])
+def test_sync_closed_forms_and_server_optimizer(workers, servers, engine):
+    """Every worker pulls n(n+1)/2 x factor each round (int/str keys, split arrays, two contexts,
+    40 keys in one call); server-side SGD with momentum equals the single-process formula. On the
+    naive engine, which runs ops at push, the comm ops wait for their replies instead."""
+    assert_all_ok(run_job("kv_sync.py", workers, servers, MXNET_KVSTORE_BIGARRAY_BOUND=1000,
+                          MXNET_ENGINE_TYPE=engine), workers)
 
 
 def test_async_refusal_exact_totals_and_convergence():
