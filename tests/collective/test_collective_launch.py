@@ -47,12 +47,12 @@ def test_sigkilled_worker_is_restarted_and_the_job_finishes_identically():
     assert "worker 1 exited with -9; restart 1 of 2" in proc.stderr
 
 
-def test_mock_engine_kills_during_a_checkpoint_and_before_the_first():
-    """MXREF_MOCK kills rank 0 at its first call and rank 1 inside checkpoint 1 (real SIGKILLs)."""
+def test_mock_engine_kills_a_process_during_a_checkpoint():
+    """MXREF_MOCK='1,1,2' SIGKILLs rank 1 inside checkpoint 1 (its third call of version 1)."""
     proc = launch_run(["-n", "2", "--engine", "robust", "--", sys.executable, str(PROG)],
-                      env={"MXREF_COLLECTIVE_ENGINE": "mock", "MXREF_MOCK": "0,0,0;1,1,2"})
+                      env={"MXREF_COLLECTIVE_ENGINE": "mock", "MXREF_MOCK": "1,1,2"})
     check_results(proc, 2)
-    assert "worker 0 exited with -9" in proc.stderr and "worker 1 exited with -9" in proc.stderr
+    assert "worker 1 exited with -9" in proc.stderr and "worker 0 exited" not in proc.stderr
 
 
 def test_a_worker_failing_past_max_restarts_stops_the_job():
