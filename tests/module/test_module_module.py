@@ -195,3 +195,20 @@ def test_errors_name_the_problem():
         warnings.simplefilter("always")
         mod.init_params()
     assert any("already initialized" in str(w.message) for w in caught)
+
+
+def test_fit_resumes_from_begin_epoch_with_given_params():
+    """fit(begin_epoch=2, num_epoch=4, arg_params=...) runs epochs 2 and 3 starting from those values."""
+    x, y = toy_data(n=20)
+    it = NDArrayIter(x, y, batch_size=10)
+    start = Module(mlp())
+    start.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
+    start.init_params(initializer=mx.init.Xavier())
+    arg, aux = start.get_params()
+    epochs = []
+    mod = Module(mlp())
+    mod.fit(it, num_epoch=4, begin_epoch=2, arg_params=arg, aux_params=aux,
+            optimizer_params={"learning_rate": 0.0}, epoch_end_callback=lambda e, *_: epochs.append(e))
+    assert epochs == [2, 3]
+    for name, value in arg.items():       # learning rate 0: the given values are kept exactly
+        np.testing.assert_array_equal(mod.get_params()[0][name].asnumpy(), value.asnumpy())
