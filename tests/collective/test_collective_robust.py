@@ -140,3 +140,22 @@ def test_mock_points_parse_from_a_string():
     world = LocalWorld(1)
     eng = MockEngine(mock="1,2,3;0,0,1,2", world=world, rank=0)
     assert eng.kill_points == {(1, 2, 3, 0), (0, 0, 1, 2)}
+
+
+def test_array_broadcasts_and_lazy_checkpoints_survive_failures():
+    """Arrays broadcast into place or to None, a lazily checkpointed model, W=1 and W=3 with kills."""
+    def job():
+        version, model, _ = collective.load_checkpoint()
+        model = {"w": np.zeros(3)} if model is None else model
+        for it in range(version, 3):
+            root_value = np.arange(3.0) * (it + 1)
+            a = collective.broadcast(root_value if collective.get_rank() == 0 else None, 0)
+            b = root_value.copy() if collective.get_rank() == 0 else np.zeros(3)
+            collective.broadcast(b, 0)
+            model["w"] += a + b
+            collective.lazy_checkpoint(model)     # unchanged until after the next broadcasts
+        return model["w"].tolist(), collective.version_number()
+    want = ([0.0, 12.0, 24.0], 3)
+    assert collective.run_local(1, job, engine="robust") == [want]
+    got = collective.run_local(3, job, engine="mock", mock=[(2, 1, 1), (0, 2, 0)], max_restarts=1)
+    assert got == [want] * 3
