@@ -19,7 +19,14 @@ _DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
                  "float16", "float32", "float64")}
 
 
-def _describe(row) -> str:
+def ring_mincount_from(value: Optional[int]) -> int:
+    """The ring/tree threshold: the argument, else ``MXREF_COLLECTIVE_RING_MINCOUNT``, else the default."""
+    if value is not None:
+        return int(value)
+    return int(os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT") or DEFAULT_RING_MINCOUNT)
+
+
+def describe_call(row) -> str:
     count, dtype, op = (int(x) for x in row[:3])
     return f"count={count}, dtype={_DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}"
 
@@ -45,9 +52,7 @@ class LinkEngine(Engine):
         self.link = link
         self.rank, self.world_size = link.rank, link.world_size
         self.check = check and os.environ.get("MXREF_COLLECTIVE_CHECK", "1") != "0"
-        env_count = os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT")
-        self.ring_mincount = int(ring_mincount if ring_mincount is not None
-                                 else env_count or DEFAULT_RING_MINCOUNT)
+        self.ring_mincount = ring_mincount_from(ring_mincount)
         self.chunk_bytes = chunk_bytes
         self.seqno = 0   # collectives since the last checkpoint, as Rabit's seq_counter
         self._ckpt = InMemoryCheckpoints()
@@ -57,7 +62,7 @@ class LinkEngine(Engine):
             prepare_fun()
         if self.check:
             algorithms.check_agreement(self.link, "allreduce", ("count", "dtype", "op"),
-                                       (buf.size, buf.dtype.num, op), _describe)
+                                       (buf.size, buf.dtype.num, op), describe_call)
         fold = reducer(op, buf.dtype)
         algorithms.allreduce(self.link, buf, fold, self.ring_mincount, self.chunk_bytes)
         self.seqno += 1

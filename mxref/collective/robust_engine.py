@@ -36,7 +36,7 @@ import numpy as np
 from ..base import MXNetError
 from . import algorithms
 from .base import Engine, LinkError, reducer, register
-from .link_engine import DEFAULT_CHUNK_BYTES, DEFAULT_RING_MINCOUNT, _describe
+from .link_engine import DEFAULT_CHUNK_BYTES, describe_call, ring_mincount_from
 
 LOAD, COLLECTIVE, CHECKPOINT, SHUTDOWN = 1, 2, 3, 4
 ALLREDUCE, BROADCAST = 1, 2
@@ -47,7 +47,7 @@ _KINDS = {0: "", ALLREDUCE: "allreduce", BROADCAST: "broadcast"}
 def _row_text(row) -> str:
     action, version, seqno, kind = (int(x) for x in row[:4])
     what = _ACTIONS.get(action, action) if action != COLLECTIVE else _KINDS[kind]
-    detail = f" ({_describe(row[5:7].tolist() + [row[4]])})" if kind == ALLREDUCE else ""
+    detail = f" ({describe_call(row[5:7].tolist() + [row[4]])})" if kind == ALLREDUCE else ""
     return f"{what} at version {version} seqno {seqno}{detail}"
 
 
@@ -113,9 +113,7 @@ class RobustEngine(Engine):
         self.thread_local = world is not None   # a thread world binds one rank per thread
         self.rank, self.world_size = link.rank, link.world_size
         self.attempt = int(attempt if attempt is not None else os.environ.get("MXREF_NUM_ATTEMPT", 0))
-        env_count = os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT")
-        self.ring_mincount = int(ring_mincount if ring_mincount is not None
-                                 else env_count or DEFAULT_RING_MINCOUNT)
+        self.ring_mincount = ring_mincount_from(ring_mincount)
         self.chunk_bytes = chunk_bytes
         self.version, self.seqno = 0, 0
         self.cache: dict = {}            # seqno -> (meta, result) since the last checkpoint
