@@ -9,13 +9,13 @@
 import numpy as np
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 K = 20
 
 
 def main():
-    kv = dist.create("dist_async")
+    kv = kvstore.create("dist_async")
     n, r = kv.num_workers, kv.rank
     kv.init("w", mx.nd.zeros((3,)))
     try:
@@ -25,7 +25,7 @@ def main():
     else:
         raise AssertionError("dist_async accepted a push without a server-side optimizer")
 
-    kv = dist.create("dist_async")
+    kv = kvstore.create("dist_async")
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=1.0))
     kv.init(0, mx.nd.ones((4, 5)) * 100)
     for _ in range(K):
@@ -38,7 +38,7 @@ def main():
     assert np.array_equal(out.asnumpy(), np.full((4, 5), 100.0 - n * K, np.float32)), out.asnumpy()
 
     target = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
-    kv = dist.create("dist_async")
+    kv = kvstore.create("dist_async")
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.1))
     kv.init("x", mx.nd.zeros((4,)))
     x = mx.nd.zeros((4,))

@@ -8,7 +8,7 @@ big array (``MXNET_KVSTORE_BIGARRAY_BOUND`` is small in the test).
 import numpy as np
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 T = 0.5
 ROUNDS = 4
@@ -28,7 +28,7 @@ def reference_2bit(g, residual):
 
 
 def main():
-    kv = dist.create("dist_sync")
+    kv = kvstore.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     kv.set_gradient_compression({"type": "2bit", "threshold": T})
     kv.init("c", mx.nd.zeros(SHAPE))

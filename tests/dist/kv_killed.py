@@ -8,11 +8,11 @@ others live on, and the server's round timeout names the dead worker instead.
 import os
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 
 def main():
-    kv = dist.create("dist_sync")
+    kv = kvstore.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     kv.init(0, mx.nd.zeros((8,)))
     out = mx.nd.zeros((8,))

@@ -10,8 +10,8 @@ with ``step(B)``.
 import numpy as np
 
 import mxref as mx
+from mxref import kvstore as kvs
 from mxref import module as mod
-from mxref.kvstore import dist
 
 B = 20
 
@@ -46,7 +46,7 @@ def train_gluon(X, y, kvstore, batch_size):
 
 
 def main():
-    kv = dist.create("dist_sync")
+    kv = kvs.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     rs = np.random.RandomState(0)
     X = rs.randn(n * B * 6, 10).astype(np.float32)
@@ -56,7 +56,7 @@ def main():
     for k in want:
         assert np.allclose(got[k], want[k], rtol=1e-4, atol=1e-5), (k, np.abs(got[k] - want[k]).max())
     assert acc > 0.8, acc
-    got = train_gluon(X[r::n], y[r::n], dist.create("dist_sync"), B)
+    got = train_gluon(X[r::n], y[r::n], kvs.create("dist_sync"), B)
     want = train_gluon(X, y, None, B)
     for (k, a), b in zip(sorted(got.items()), [v for _, v in sorted(want.items())]):
         assert np.allclose(a, b, rtol=1e-4, atol=1e-5), (k, np.abs(a - b).max())

@@ -12,14 +12,14 @@ import time
 import numpy as np
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 STEPS = 10
 
 
 def check(name, tau):
     """One store: push one-hots for STEPS clocks, check every pull against tau."""
-    kv = dist.create(name)
+    kv = kvstore.create(name)
     n, r = kv.num_workers, kv.rank
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=-1.0))
     kv.init(7, mx.nd.zeros((n,)))

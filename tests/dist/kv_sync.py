@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 ROUNDS = 3
 
@@ -38,13 +38,13 @@ def check_rounds(kv, shapes, n, r):
 
 
 def main():
-    kv = dist.create("dist_sync")
+    kv = kvstore.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     check_rounds(kv, {3: (2, 3), 5: (7,), 9: (1200,), 11: (50, 30)}, n, r)
-    many = dist.create("dist_sync")
+    many = kvstore.create("dist_sync")
     sizes = np.random.RandomState(5).randint(1, 1500, size=40)
     check_rounds(many, {i: (int(sz),) for i, sz in enumerate(sizes)}, n, r)
-    kv_str = dist.create("dist_sync")
+    kv_str = kvstore.create("dist_sync")
     check_rounds(kv_str, {"w": (4, 4), "big": (3000,)}, n, r)
     # A pushed value of the wrong shape is refused at the call, naming the key.
     try:
@@ -56,7 +56,7 @@ def main():
     total = n * (n + 1) / 2
 
     # Server-side optimizer: SGD with lr=0.1, rescale 1/n, on the sum of the workers' gradients.
-    kv2 = dist.create("dist_sync")
+    kv2 = kvstore.create("dist_sync")
     kv2.set_optimizer(mx.optimizer.SGD(learning_rate=0.1, rescale_grad=1.0 / n, momentum=0.9))
     kv2.init(0, mx.nd.ones((5, 6)))
     w = mx.nd.zeros((5, 6))

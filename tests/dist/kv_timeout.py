@@ -8,11 +8,11 @@ import os
 import time
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 
 def main():
-    kv = dist.create("dist_sync")
+    kv = kvstore.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     kv.init(1, mx.nd.zeros((4,)))
     late = n - 1

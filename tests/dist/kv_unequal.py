@@ -7,7 +7,7 @@ sum of ``v + 1`` over the workers with ``3 + 2v > t``. The job must end with exi
 import numpy as np
 
 import mxref as mx
-from mxref.kvstore import dist
+from mxref import kvstore
 
 
 def steps(rank):
@@ -15,7 +15,7 @@ def steps(rank):
 
 
 def main():
-    kv = dist.create("dist_sync")
+    kv = kvstore.create("dist_sync")
     n, r = kv.num_workers, kv.rank
     kv.init("g", mx.nd.zeros((6,)))
     out = mx.nd.zeros((6,))

@@ -4,13 +4,11 @@ import re
 from test_kvstore_dist_mpi import ROOT, pytestmark, run_job  # noqa: F401 - pytestmark skips without MPI
 
 DOC = ROOT / "docs" / "architecture" / "kvstore_dist.md"
-# NOTE: until mxref/__init__ exposes mx.kv with the dist types, the prelude wires them in.
+# NOTE: until mxref/__init__ exposes mx.kv, the prelude wires the kvstore package in.
 PRELUDE = """import mxref as mx
-import mxref.kvstore as _kvstore
-import mxref.kvstore.dist as _dist
+import mxref.kvstore
 if not hasattr(mx, "kv"):
-    mx.kv = _kvstore
-mx.kv.create = _dist.create
+    mx.kv = mxref.kvstore
 """
 
 
