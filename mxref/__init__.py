@@ -35,6 +35,10 @@ from . import initializer  # noqa: E402
 from . import initializer as init  # noqa: E402,F401
 from . import metric  # noqa: E402,F401
 from . import gluon  # noqa: E402,F401
+from . import model  # noqa: E402,F401
+from . import callback  # noqa: E402,F401
+from . import module  # noqa: E402,F401
+from . import module as mod  # noqa: E402,F401
 from .info import info  # noqa: E402,F401
 
 symbol._init_symbol_module()
