@@ -82,16 +82,20 @@ class LocalLink(Link):
         self.world, self.rank, self.world_size = world, rank, world.world_size
 
     def send(self, peer: int, buf: np.ndarray) -> None:
+        self._check()
         self.world.queues[(self.rank, peer)].put(buf.copy())
+
+    def _check(self) -> None:
+        if self.world.failed is not None:
+            raise PeerFailed(f"local engine: rank {self.world.failed} failed; rank {self.rank} stops")
 
     def recv(self, peer: int, buf: np.ndarray) -> None:
         q = self.world.queues[(peer, self.rank)]
         deadline = time.monotonic() + self.world.timeout
         while True:
-            if self.world.failed is not None:
-                raise PeerFailed(f"local engine: rank {self.world.failed} failed; rank {self.rank} stops")
+            self._check()      # polled, so a failure elsewhere is noticed within 10 ms
             try:
-                got = q.get(timeout=0.05)
+                got = q.get(timeout=0.01)
                 break
             except queue.Empty:
                 if time.monotonic() > deadline:
@@ -115,28 +119,9 @@ class LocalRobustLink(LocalLink):
         self.epoch = -1
 
     def _check(self) -> None:
-        if self.world.failed is not None:
-            raise PeerFailed(f"local engine: rank {self.world.failed} failed; rank {self.rank} stops")
+        super()._check()
         if self.world.broken or self.epoch != self.world.epoch:
             raise LinkError(f"local engine: epoch {self.epoch} broken; rank {self.rank} reconnects")
-
-    def send(self, peer: int, buf: np.ndarray) -> None:
-        self._check()
-        self.world.queues[(self.rank, peer)].put(buf.copy())
-
-    def recv(self, peer: int, buf: np.ndarray) -> None:
-        q = self.world.queues[(peer, self.rank)]
-        deadline = time.monotonic() + self.world.timeout
-        while True:
-            self._check()
-            try:
-                got = q.get(timeout=0.01)
-                break
-            except queue.Empty:
-                if time.monotonic() > deadline:
-                    raise MXNetError(f"local engine: rank {self.rank} waited {self.world.timeout}s "
-                                     f"for a message from rank {peer}") from None
-        buf[...] = got
 
     def reconnect(self, finishing: bool = False) -> Any:
         got = self.world.join(self.rank, finishing)
