@@ -74,7 +74,6 @@ def make_function(op: OpDef, func_name: str = None) -> Callable:
     """The ``mx.nd`` function for ``op``: binds positional arguments, pushes, returns the output(s)."""
     arg_names = _default_arguments(op)
     variadic = op.key_var_num_args
-    positional = arg_names + [n for n in op.params if n not in arg_names]
     takes_ctx = "ctx" in op.params
     input_set = frozenset(arg_names)
 
@@ -93,21 +92,10 @@ def make_function(op: OpDef, func_name: str = None) -> Callable:
               and not any(k in input_set or isinstance(v, NDArray) for k, v in kwargs.items())):
             inputs = list(args)       # the common case: inputs positionally, params by keyword
         else:
-            if len(args) > len(positional):
-                raise MXNetError(f"{op.name}() takes at most {len(positional)} positional arguments "
-                                 f"({', '.join(positional)}), got {len(args)}")
-            named = {}
-            for k, v in zip(positional, args):
-                if k in input_set or isinstance(v, NDArray):
-                    named[k] = v
-                else:
-                    kwargs[k] = v
-            for k in [k for k, v in kwargs.items() if k in input_set or isinstance(v, NDArray)]:
-                named[k] = kwargs.pop(k)
-            named = {k: v for k, v in named.items() if v is not None}
+            named, lead = _split_arguments(op, arg_names, args, kwargs)
         pkey, params = parse_params(op, kwargs)
         if named is not None:
-            inputs = _bind_inputs(op, params, named)
+            inputs = _bind_inputs(op, params, named, lead)
         outputs = invoke(op, pkey, params, inputs, out, ctx)
         if out is not None:
             return out
@@ -121,8 +109,47 @@ def make_function(op: OpDef, func_name: str = None) -> Callable:
     return fn
 
 
-def _bind_inputs(op: OpDef, params: dict, named: Dict[str, object]) -> List[NDArray]:
+def _split_arguments(op: OpDef, arg_names: List[str], args: tuple, kwargs: dict):
+    """``(named, lead)``: keyword inputs and the leading positional inputs, whose names are only
+    known once the parameters are parsed (``Deconvolution(x, w, b, no_bias=False)``).
+
+    Non-array positionals after the leading inputs fill the parameters in order; ``kwargs`` keeps
+    the parameters only. ``None`` stands for an input left out, by position or by keyword.
+    """
+    n_lead = 0
+    while n_lead < len(args) and (args[n_lead] is None or isinstance(args[n_lead], NDArray)):
+        n_lead += 1
+    # NOTE: as in MXNet's signature, parameters follow the input slots, and there are at least as
+    # many slots as the default parameters' input list has (so f(x, w, None, 2.0) skips 'bias').
+    slots = max(n_lead, len(arg_names))
+    param_names = [n for n in op.params if n not in arg_names]
+    if len(args) > slots + len(param_names):
+        raise MXNetError(f"{op.name}() takes at most {slots + len(param_names)} positional arguments "
+                         f"({', '.join(arg_names + param_names)}), got {len(args)}")
+    named = {}
+    for i in range(n_lead, len(args)):
+        if i < slots:         # a non-array in an input's place: reported by _bind_inputs
+            named[arg_names[i]] = args[i]
+        else:
+            kwargs[param_names[i - slots]] = args[i]
+    for k in list(kwargs):
+        v = kwargs[k]
+        if k in arg_names or isinstance(v, NDArray) or (v is None and k not in op.params):
+            named[k] = kwargs.pop(k)
+    return {k: v for k, v in named.items() if v is not None}, args[:n_lead]
+
+
+def _bind_inputs(op: OpDef, params: dict, named: Dict[str, object], lead: tuple = ()) -> List[NDArray]:
     names = op.list_inputs(params)
+    if any(v is not None for v in lead[len(names):]):
+        raise MXNetError(f"operator {op.name}: got {len(lead)} positional inputs, but it takes "
+                         f"{len(names)} ({', '.join(names)})")
+    for n, v in zip(names, lead):
+        if v is None:
+            continue
+        if n in named:
+            raise MXNetError(f"operator {op.name}: input '{n}' is given twice (by position and by name)")
+        named[n] = v
     extra = [k for k in named if k not in names]
     if extra:
         raise MXNetError(f"operator {op.name}: unknown input(s) {extra} (inputs: {', '.join(names)})")

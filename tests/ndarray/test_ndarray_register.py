@@ -121,3 +121,29 @@ def test_ndarray_methods_forward_to_ops():
     assert a.T.asnumpy().tolist() == [[-1, 3], [2, -4]] and a.transpose().shape == (2, 2)
     assert mx.nd.ones((2, 3, 4)).flatten().shape == (2, 12)
     assert mx.nd.NDArray.exp.__name__ == "exp"
+
+
+def test_positional_inputs_follow_the_parameters_input_list():
+    """Inputs that exist only under some parameters (Deconvolution's bias with no_bias=False,
+    LeakyReLU's gamma for prelu, RNN's state_cell for lstm) bind by position, as in MXNet."""
+    rng = np.random.RandomState(0)
+    x, w, b = (mx.nd.array(rng.rand(*s)) for s in [(1, 2, 3, 3), (2, 3, 2, 2), (3,)])
+    pos = mx.nd.Deconvolution(x, w, b, kernel=(2, 2), num_filter=3, no_bias=False)
+    kw = mx.nd.Deconvolution(data=x, weight=w, bias=b, kernel=(2, 2), num_filter=3, no_bias=False)
+    assert pos.shape == (1, 3, 4, 4) and np.array_equal(pos.asnumpy(), kw.asnumpy())
+    nobias = mx.nd.Deconvolution(x, w, kernel=(2, 2), num_filter=3)
+    assert np.allclose(pos.asnumpy(), nobias.asnumpy() + b.asnumpy()[None, :, None, None])
+    d, gamma = mx.nd.array([[-1.0, 2.0], [-3.0, 4.0]]), mx.nd.array([0.5, 0.25])
+    assert mx.nd.LeakyReLU(d, gamma, act_type="prelu").asnumpy().tolist() == [[-0.5, 2], [-1.5, 4]]
+    T, N, C, H = 2, 1, 3, 2
+    args = [mx.nd.array(rng.rand(*s)) for s in [(T, N, C), (4 * H * (C + H + 2),), (1, N, H), (1, N, H)]]
+    opts = dict(mode="lstm", state_size=H, num_layers=1, state_outputs=True)
+    by_pos = mx.nd.RNN(*args, **opts)
+    by_name = mx.nd.RNN(**dict(zip(["data", "parameters", "state", "state_cell"], args)), **opts)
+    assert len(by_pos) == 3
+    for p, k in zip(by_pos, by_name):
+        assert np.array_equal(p.asnumpy(), k.asnumpy())
+    with pytest.raises(mx.MXNetError, match=r"got 3 positional inputs, but it takes 2"):
+        mx.nd.LeakyReLU(d, gamma, gamma, act_type="prelu")
+    with pytest.raises(mx.MXNetError, match="'gamma' is given twice"):
+        mx.nd.LeakyReLU(d, gamma, gamma=gamma, act_type="prelu")

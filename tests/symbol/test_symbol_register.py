@@ -127,3 +127,19 @@ def test_random_namespace_with_symbol_parameters():
     assert s.list_outputs() == ["_sample_uniform0_output"] and s.list_arguments() == ["lo", "hi"]
     with pytest.raises(MXNetError, match="all Symbols or all numbers"):
         sym.random.uniform(lo, 1)
+
+
+@_needs("Deconvolution", "LeakyReLU", "RNN")
+def test_positional_inputs_follow_the_parameters_input_list():
+    """Positional symbols bind to the input list of the given parameters (bias only when
+    no_bias=False, gamma only for prelu, state_cell only for lstm); missing ones become variables."""
+    x, w, b = sym.var("x"), sym.var("w"), sym.var("b")
+    assert sym.Deconvolution(x, w, b, kernel=(2, 2), num_filter=3,
+                             no_bias=False).list_arguments() == ["x", "w", "b"]
+    assert sym.Deconvolution(x, w, kernel=(2, 2), num_filter=3).list_arguments() == ["x", "w"]
+    assert sym.LeakyReLU(x, w, act_type="prelu").list_arguments() == ["x", "w"]
+    assert sym.LeakyReLU(x, act_type="prelu", name="p").list_arguments() == ["x", "p_gamma"]
+    rnn = sym.RNN(x, w, b, sym.var("c"), mode="lstm", state_size=2, num_layers=1)
+    assert rnn.list_arguments() == ["x", "w", "b", "c"]
+    with pytest.raises(MXNetError, match="takes 2"):
+        sym.LeakyReLU(x, w, b, act_type="prelu")
