@@ -40,7 +40,7 @@ import numpy as np
 
 from . import engine as _engine
 from . import ndarray as _nd
-from .base import MXNetError
+from .base import DTYPE_NP_TO_MX, MXNetError
 from .engine.base import inline_scope
 from .ndarray.chunk import Chunk, _free_nothing
 from .ndarray.imperative import invoke, parse_params
@@ -122,8 +122,12 @@ class CustomOpProp:
         deps = list(out_grad) if self.need_top_grad_ else []
         return deps + list(in_data) + list(out_data)
 
-    def create_operator(self, ctx, in_shapes: List[List[int]], in_dtypes: List[type]) -> CustomOp:
-        """Make the ``CustomOp`` that computes this operator."""
+    def create_operator(self, ctx, in_shapes: List[List[int]], in_dtypes: List[int]) -> CustomOp:
+        """Make the ``CustomOp`` that computes this operator.
+
+        ``in_shapes`` and ``in_dtypes`` cover arguments then auxiliary states; dtypes are MXNet's
+        codes (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, ...), as MXNet passes them.
+        """
         return CustomOp()
 
 
@@ -188,7 +192,8 @@ def _operator(params: dict, prop: CustomOpProp, ctx, ins: Sequence[np.ndarray]) 
     key = (tuple(sorted(params.items())), ctx, shapes, dtypes)
     op = _op_cache.get(key)
     if op is None:
-        op = prop.create_operator(ctx, [list(s) for s in shapes], [d.type for d in dtypes])
+        # MXNet hands create_operator its dtype codes (0 is float32), not numpy types.
+        op = prop.create_operator(ctx, [list(s) for s in shapes], [DTYPE_NP_TO_MX[d] for d in dtypes])
         if not isinstance(op, CustomOp):
             raise MXNetError(f"operator Custom ({params['op_type']}): create_operator must return a "
                              f"CustomOp, got {type(op).__name__}")
