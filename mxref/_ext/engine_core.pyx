@@ -92,22 +92,27 @@ cdef tuple _unique_vars(object seq, tuple exclude, object name):
     cdef tuple t = seq if type(seq) is tuple else tuple(seq)
     cdef Py_ssize_t n = len(t), m = len(exclude), i, j
     cdef object a
+    # Pairwise comparison beats hashing for the few variables of an imperative op; executor
+    # segments can list hundreds, so those go through the set-based check instead.
+    cdef bint small = n * (n + m) <= 1024
     cdef bint clean = True
     for i in range(n):
         a = t[i]
         if type(a) is not ThreadedVar:
             raise MXNetError(f"operator {name}: {a!r} is not a variable of the threaded engine "
                              "(create variables with engine.new_variable())")
-        if clean:
+        if clean and small:
             for j in range(i):
                 if t[j] is a:
                     clean = False
                     break
-        if clean:
+        if clean and small:
             for j in range(m):
                 if exclude[j] is a:
                     clean = False
                     break
+    if not small:
+        clean = len(set(t)) == n and (m == 0 or set(t).isdisjoint(exclude))
     if clean:
         return t
     if m:

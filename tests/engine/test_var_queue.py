@@ -76,6 +76,17 @@ def test_dedup_drops_reads_of_written_vars(core):
     assert op.const_vars == (a,) and op.mutable_vars == (b,) and op.wait == 3
 
 
+@pytest.mark.parametrize("core", TWINS)
+def test_dedup_of_long_variable_lists(core):
+    """Executor segments push hundreds of variables; duplicates are still removed (set-based path)."""
+    vs = [core.ThreadedVar() for _ in range(300)]
+    op = core.OprBlock(None, None, vs[:200] + vs[:10], vs[150:300] + vs[290:])
+    assert op.mutable_vars == tuple(vs[150:300])
+    assert op.const_vars == tuple(vs[:150])
+    clean = core.OprBlock(None, None, vs[:100], vs[100:300])
+    assert clean.const_vars == tuple(vs[:100]) and clean.wait == 301
+
+
 def _run_trace(core, seed, nvars=4, steps=120):
     """Drive one core with random pushes and completions; return the trace of releases.
 
