@@ -15,8 +15,8 @@ and every rank takes the same decision from the same table:
     B. some rank is LOADing (a restarted process) -> the lowest live rank (all live ranks now
        have the newest version) sends it the checkpoint; local models come back from the ring
        successor's replica
-    C. seqnos differ -> the lowest rank that is ahead sends its cached result for the smallest
-       seqno to the ranks behind; they take it (prepare_fun is skipped) and move on
+    C. seqnos differ -> the lowest rank ahead that kept the result of the smallest seqno sends
+       it to the ranks behind; they take it (prepare_fun is skipped) and move on
     D. all at the same point -> run the collective for real (on a copy, so a failure halfway
        leaves the input intact), cache the result under its seqno; or commit the checkpoint
 
@@ -97,11 +97,16 @@ class RobustEngine(Engine):
         ``MXREF_TRACKER_URI``, ``MXREF_TRACKER_PORT``, ``MXREF_RANK``, ``MXREF_WORLD_SIZE``.
     attempt : int, optional
         How many times this rank was restarted (``MXREF_NUM_ATTEMPT``, set by the launcher).
+    global_replica : int
+        About how many ranks keep each collective's result (Rabit's ``rabit_global_replica``,
+        default 5, ``MXREF_ROBUST_GLOBAL_REPLICA``): result ``seqno`` is kept by the ranks with
+        ``rank % round == seqno % round``, ``round = max(W // global_replica, 1)``. Fewer copies
+        save memory; a result whose every holder died cannot be replayed (an error says so).
     """
 
     def __init__(self, world: Any = None, rank: Optional[int] = None, attempt: Optional[int] = None,
                  link: Any = None, ring_mincount: Optional[int] = None,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, global_replica: Optional[int] = None) -> None:
         if link is None:
             if world is not None:
                 from .local_engine import LocalRobustLink
@@ -115,6 +120,8 @@ class RobustEngine(Engine):
         self.attempt = int(attempt if attempt is not None else os.environ.get("MXREF_NUM_ATTEMPT", 0))
         self.ring_mincount = ring_mincount_from(ring_mincount)
         self.chunk_bytes = chunk_bytes
+        replicas = int(global_replica or os.environ.get("MXREF_ROBUST_GLOBAL_REPLICA", 5))
+        self.round = max(self.world_size // max(replicas, 1), 1)
         self.version, self.seqno = 0, 0
         self.cache: dict = {}            # seqno -> (meta, result) since the last checkpoint
         self.global_ckpt: Any = None     # pickled bytes, or ("lazy", obj)
@@ -222,7 +229,8 @@ class RobustEngine(Engine):
                              "issue the same sequence of collectives with the same sizes")
         if action == COLLECTIVE:
             result = execute()
-            self.cache[self.seqno] = (meta, result)
+            if self._holds(self.rank, self.seqno):
+                self.cache[self.seqno] = (meta, result)
             self.seqno += 1
             return True, result
         if action == CHECKPOINT:
@@ -231,6 +239,10 @@ class RobustEngine(Engine):
                              (self.rank - 1) % self.world_size, self._pending[1])
             self._commit(replica)
         return True, None
+
+    def _holds(self, rank: int, seqno: int) -> bool:
+        """Whether ``rank`` keeps the result of call ``seqno`` (Rabit's round-robin caching)."""
+        return rank % self.round == seqno % self.round
 
     def _commit(self, replica: Optional[bytes]) -> None:
         self.global_ckpt, self.local_ckpt = self._pending
@@ -264,7 +276,13 @@ class RobustEngine(Engine):
         return True, (version, gmodel, None if mine is None else pickle.loads(mine))
 
     def _serve_cached(self, action: int, meta: tuple, seqs: np.ndarray, smin: int) -> Tuple[bool, Any]:
-        donor, behind = int(np.flatnonzero(seqs > smin)[0]), np.flatnonzero(seqs == smin).tolist()
+        holders = [r for r in range(self.world_size) if seqs[r] > smin and self._holds(r, smin)]
+        behind = np.flatnonzero(seqs == smin).tolist()
+        if not holders:
+            raise MXNetError(f"collective: the result of call {smin} of version {self.version} is lost: "
+                             f"every rank that kept it was restarted (ranks {behind} need it); use more "
+                             "global_replica copies")
+        donor = holders[0]
         if self.rank == donor:
             payload = _pickle(self.cache[smin])
             for peer in behind:
@@ -278,7 +296,8 @@ class RobustEngine(Engine):
                              f"{_ACTIONS[action] if action != COLLECTIVE else _KINDS[meta[0]]} {meta[1:]}, "
                              f"but rank {donor} ran {theirs} {tuple(item[0][1:])} there; check that the "
                              "restarted program issues the same sequence of calls")
-        self.cache[smin] = item
+        if self._holds(self.rank, smin):
+            self.cache[smin] = item
         self.seqno += 1
         return True, item[1]
 

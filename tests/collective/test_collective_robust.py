@@ -159,3 +159,16 @@ def test_array_broadcasts_and_lazy_checkpoints_survive_failures():
     assert collective.run_local(1, job, engine="robust") == [want]
     got = collective.run_local(3, job, engine="mock", mock=[(2, 1, 1), (0, 2, 0)], max_restarts=1)
     assert got == [want] * 3
+
+
+def test_results_cached_on_a_subset_of_ranks():
+    """global_replica=2 at W=4: each result lives on 2 ranks, enough to replay a killed rank's calls;
+    with one copy, a result held only by the dead rank is reported lost instead of hanging."""
+    want, _ = run(4, engine="robust")
+    log = {"lock": threading.Lock(), "starts": {}, "prepared": {}}
+    got = collective.run_local(4, program, log, engine="mock", mock=[(1, 1, 2)], max_restarts=1,
+                               timeout=20, global_replica=2)
+    assert got == want and log["starts"][1] == 2
+    with pytest.raises(MXNetError, match=r"result of call 1 of version 1 is lost.*ranks \[1\] need it"):
+        collective.run_local(4, program, log, engine="mock", mock=[(1, 1, 2)], max_restarts=1,
+                             timeout=20, global_replica=1)
