@@ -4,10 +4,12 @@ Operator functions are generated from the registry by ``register.populate``; one
 later are generated on first access through this module's ``__getattr__``.
 """
 from . import register as _register
+from .creation import arange, eye, full, ones, zeros
 from .register import NAMESPACES as _NAMESPACES
 from .symbol import Group, Symbol, Variable, load, load_json, var
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "zeros", "ones", "full", "arange",
+           "eye"]
 
 _register.populate(globals())
 op = _NAMESPACES["op"]
