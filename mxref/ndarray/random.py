@@ -29,6 +29,9 @@ def _run(op_name: str, inputs, out, ctx, kwargs) -> NDArray:
 def _random_helper(dist: str, names, params, shape, dtype, ctx, out, kwargs) -> NDArray:
     if all(not isinstance(p, NDArray) for p in params):
         kwargs.update(zip(names, params))
+        if shape is _Null:
+            # NOTE: as MXNet's front end: no shape means one sample, shape (1,), or out='s shape
+            shape = 1 if out is None else out.shape
         return _run(f"_random_{dist}", [], out, ctx, dict(kwargs, shape=shape, dtype=dtype))
     if all(isinstance(p, NDArray) for p in params):
         return _run(f"_sample_{dist}", list(params), out, None, dict(kwargs, shape=shape, dtype=dtype))
@@ -54,7 +57,10 @@ def normal(loc=0, scale=1, shape=_Null, dtype=_Null, ctx=None, out=None, **kwarg
 
 def randint(low, high, shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs) -> NDArray:
     """Samples integers uniformly from ``[low, high)`` (int32 unless ``dtype`` says otherwise)."""
-    return _run("_random_randint", [], out, ctx, dict(kwargs, low=low, high=high, shape=shape, dtype=dtype))
+    if isinstance(low, NDArray) or isinstance(high, NDArray):
+        raise MXNetError("random.randint: low and high must be numbers, got "
+                         f"{type(low).__name__} and {type(high).__name__}")
+    return _random_helper("randint", ("low", "high"), (low, high), shape, dtype, ctx, out, kwargs)
 
 
 def shuffle(data: NDArray, **kwargs) -> NDArray:

@@ -80,7 +80,7 @@ def make_function(op: OpDef, func_name: str = None) -> Callable:
     def fn(*args, **kwargs):
         out = kwargs.pop("out", None)
         kwargs.pop("name", None)
-        ctx = _context_arg(kwargs["ctx"] if takes_ctx else kwargs.pop("ctx", None))
+        ctx = _context_arg(kwargs.get("ctx") if takes_ctx else kwargs.pop("ctx", None))
         named = None
         if variadic is not None:
             inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)

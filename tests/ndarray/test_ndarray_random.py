@@ -57,3 +57,28 @@ def test_negative_scale_raises_at_the_wait(any_engine):
 def test_mixed_scalar_and_ndarray_parameters_are_rejected():
     with pytest.raises(mx.MXNetError, match="all be numbers or all be NDArrays"):
         mx.nd.random.uniform(0, mx.nd.ones((2,)))
+
+
+def test_no_shape_draws_one_sample_or_fills_out():
+    """As MXNet 1.9.1: uniform()/normal()/randint(a, b) without shape give shape (1,) (an explicit
+    shape is kept), and with out= but no shape the draw takes out's shape."""
+    assert mx.nd.random.uniform().shape == (1,)
+    assert mx.nd.random.normal(2, 0.5).shape == (1,)
+    r = mx.nd.random.randint(0, 5)
+    assert r.shape == (1,) and r.dtype == np.int32 and 0 <= r.asnumpy()[0] < 5
+    assert mx.nd.random.uniform(dtype="float64").dtype == np.float64
+    out = mx.nd.zeros((2, 3))
+    mx.random.seed(3)
+    assert mx.nd.random.uniform(out=out) is out
+    vals = out.asnumpy()
+    assert vals.shape == (2, 3) and (vals > 0).all() and (vals < 1).all()
+    with pytest.raises(mx.MXNetError, match="low and high must be numbers"):
+        mx.nd.random.randint(mx.nd.ones((1,)), 3)
+
+
+def test_creation_ops_called_without_ctx():
+    """The generated creation/random ops take ctx as an optional keyword (the current context)."""
+    z = mx.nd._internal._zeros(shape=(2,))
+    assert z.shape == (2,) and z.context == mx.current_context()
+    assert mx.nd._internal._full(shape=(1,), value=2).asnumpy().tolist() == [2.0]
+    assert mx.nd.random_uniform(shape=(3,)).shape == (3,)
