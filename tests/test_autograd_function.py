@@ -8,8 +8,6 @@ import pytest
 import mxref as mx
 from mxref import autograd as ag
 from mxref import nd
-from mxref.ops import registry
-from mxref.symbol.graph import NodeEntry, make_node
 
 
 class Sigmoid(ag.Function):
@@ -163,28 +161,8 @@ def test_second_derivative_through_a_function():
     np.testing.assert_allclose(x.grad.asnumpy(), [6, 12, -9])
 
 
-def _backward_sin_gradient(node, ograds):
-    """Gradient of ``_backward_sin(og, x) = og * cos(x)``: ``(g * cos(x), -g * og * sin(x))``."""
-    (g,), (og, x) = ograds, node.inputs
-
-    def mk(op, *ins):
-        return NodeEntry(make_node(op, list(ins), f"{node.name}_{op}"), 0, 0)
-
-    return [mk("elemwise_mul", g, mk("cos", x)),
-            mk("elemwise_mul", mk("elemwise_mul", g, og), mk("negative", mk("sin", x)))]
-
-
-@pytest.fixture
-def differentiable_backward_sin():
-    """Give ``_backward_sin`` a gradient for one test (MXNet registers one; mxref's op has none yet)."""
-    op = registry.get("_backward_sin")
-    old, op.gradient = op.gradient, _backward_sin_gradient
-    yield
-    op.gradient = old
-
-
-def test_second_derivative_of_sin(differentiable_backward_sin):
-    """sin'' = -sin once the backward op is differentiable (MXNet 1.9.1 gives the same)."""
+def test_second_derivative_of_sin():
+    """sin'' = -sin through _backward_sin's gradient (MXNet 1.9.1 gives the same)."""
     values = np.array([1.0, 2.0, -0.5])
     x = _var(values)
     with ag.record():
@@ -195,7 +173,7 @@ def test_second_derivative_of_sin(differentiable_backward_sin):
     np.testing.assert_allclose(x.grad.asnumpy(), -np.sin(values), rtol=1e-6)
 
 
-def test_mixed_second_derivative_through_head_gradient(differentiable_backward_sin):
+def test_mixed_second_derivative_through_head_gradient():
     """grad(sin(x), head_grads=w) = w*cos(x) is recorded in w too: d/dw sum(w*cos(x)) = cos(x)."""
     values = np.array([0.3, 1.2])
     x, w = _var(values), _var([2.0, -1.0])
@@ -208,7 +186,7 @@ def test_mixed_second_derivative_through_head_gradient(differentiable_backward_s
     np.testing.assert_allclose(x.grad.asnumpy(), -np.array([2, -1]) * np.sin(values), rtol=1e-6)
 
 
-def test_second_derivative_through_intermediate_values(differentiable_backward_sin):
+def test_second_derivative_through_intermediate_values():
     """d2/dx2 sin(2x) = -4 sin(2x) reads the recorded 2x; with retain_graph=False that value is
     freed by the first pass, so differentiating again raises."""
     values = np.array([0.4, -1.1])
