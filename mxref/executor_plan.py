@@ -23,9 +23,10 @@ import numpy as np
 
 from . import engine as _engine
 from . import resource as _resource
-from .base import MXNetError, env_bool, env_int
+from .base import MXNetError, env_bool, env_int, env_str
 from .ndarray.chunk import Chunk
 from .ndarray.ndarray import NDArray
+from .ndarray.utils import zeros as _nd_zeros
 from .ops.registry import OpContext, get_kernel
 from .passes.base import Graph, apply_pass
 from .passes.gradient import full_graph
@@ -90,7 +91,8 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     xs = [NodeEntry(fwd_idx.nodes[nid], 0, 0) for nid in fwd_idx.arg_nodes
           if grad_req.get(fwd_idx.nodes[nid].name, "null") != "null"]
     if xs:
-        graph = full_graph(outputs, xs, mirror_fun=mxnet_mirror_fun())
+        mirror_fun, everywhere = _mirror_choice(outputs, shapes)
+        graph = full_graph(outputs, xs, mirror_fun=mirror_fun, mirror_everywhere=everywhere)
         head_nodes = graph.attrs["head_grad_nodes"]
         _private_add_targets(graph, len(outputs), [grad_req[x.node.name] for x in xs])
     else:
@@ -129,6 +131,27 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     head_grad_nids = [idx.node_id.get(id(h)) for h in head_nodes]
     num_forward_nodes = len(Graph(outputs).indexed.nodes)
     return GraphPlan(graph, num_fwd, num_forward_nodes, input_nid, head_grad_nids, grad_eids)
+
+
+def _mirror_choice(outputs: Sequence[NodeEntry], shapes: Dict[str, tuple]):
+    """Which forward nodes backward recomputes, as ``MXNET_BACKWARD_DO_MIRROR`` and
+    ``MXREF_MIRROR_POLICY`` say.
+
+    MXNet's own rule (policy ``mxnet``) lets only the recomputed node's backward read the copy, so
+    the original output stays alive for its other readers and memory *grows*; mxref's default,
+    ``sublinear`` (memonger's plan), keeps about sqrt(n) segment boundaries and recomputes the rest,
+    and every backward node reads the copies. ``cheap`` recomputes MXNet's node set, read everywhere.
+    """
+    if not env_bool("MXNET_BACKWARD_DO_MIRROR", False):
+        return mxnet_mirror_fun(False), False
+    policy = env_str("MXREF_MIRROR_POLICY", "sublinear")
+    if policy == "mxnet":
+        return mxnet_mirror_fun(True), False
+    fwd = Graph(outputs)
+    if policy == "sublinear":
+        fwd = apply_pass(fwd, "infer_shape", shape_inputs=shapes)
+    fwd = apply_pass(fwd, "mirror", mirror_policy=policy)
+    return fwd.attrs["grad_mirror_fun"], fwd.attrs["grad_mirror_everywhere"]
 
 
 def _private_add_targets(graph: Graph, num_fwd: int, reqs: Sequence[str]) -> None:
@@ -234,6 +257,12 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         op, params = node.op, node.params
         in_arrs = [arrays[idx.entry_id(e)] for e in node.inputs]
         out_arrs = [arrays[idx.entry_id(nid, i)] for i in range(node.num_outputs())]
+        if "mirror_of" in node.extra:
+            # NOTE: a forward node recomputed for backward must not update auxiliary states a
+            # second time (BatchNorm's moving statistics): give it private scratch copies.
+            for k in op.mutate_inputs(params):
+                if k < len(in_arrs):
+                    in_arrs[k] = _nd_zeros(in_arrs[k].shape, ctx=ctx, dtype=in_arrs[k].dtype)
         resources = [_resource.request(ctx, kind) for kind in op.resources]
         mutable = [a._chunk.var for a in out_arrs]
         mutable += [in_arrs[k]._chunk.var for k in op.mutate_inputs(params) if k < len(in_arrs)]

@@ -1,0 +1,54 @@
+"""Executor with MXNET_BACKWARD_DO_MIRROR: same gradients and BatchNorm statistics, less memory."""
+import re
+
+import numpy as np
+import pytest
+
+import mxref as mx
+
+
+def _net(depth=4):
+    x = mx.sym.Variable("data")
+    for i in range(depth):
+        x = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), pad=(1, 1), name=f"c{i}")
+        x = mx.sym.BatchNorm(x, fix_gamma=False, name=f"bn{i}")
+        x = mx.sym.Activation(x, act_type="relu", name=f"r{i}")
+    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def _train_step(batch=16):
+    ex = _net().simple_bind(mx.cpu(), data=(batch, 3, 16, 16), softmax_label=(batch,))
+    for i, (name, arr) in enumerate(sorted(ex.arg_dict.items())):
+        arr[:] = np.random.RandomState(i).uniform(-0.3, 0.3, arr.shape)
+    for name, arr in ex.aux_dict.items():
+        arr[:] = 1.0 if name.endswith("var") else 0.0
+    ex.arg_dict["softmax_label"][:] = np.arange(batch) % 10
+    ex.forward(is_train=True)
+    ex.backward()
+    mb = int(re.search(r"Total (\d+) MB allocated", ex.debug_str()).group(1))
+    grads = {k: v.asnumpy() for k, v in ex.grad_dict.items() if v is not None}
+    aux = {k: v.asnumpy() for k, v in ex.aux_dict.items()}
+    return grads, aux, mb
+
+
+@pytest.mark.parametrize("policy", ["sublinear", "cheap", "mxnet"])
+def test_mirror_keeps_gradients_and_updates_moving_stats_once(monkeypatch, policy):
+    """Recomputed BatchNorm nodes must not update moving_mean/moving_var a second time."""
+    base_grads, base_aux, base_mb = _train_step()
+    monkeypatch.setenv("MXNET_BACKWARD_DO_MIRROR", "1")
+    monkeypatch.setenv("MXREF_MIRROR_POLICY", policy)
+    grads, aux, mb = _train_step()
+    for k in base_grads:
+        np.testing.assert_allclose(grads[k], base_grads[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    for k in base_aux:
+        np.testing.assert_allclose(aux[k], base_aux[k], rtol=1e-6, err_msg=k)
+    if policy == "sublinear":
+        assert mb < base_mb, (mb, base_mb)
+
+
+def test_unknown_mirror_policy_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("MXNET_BACKWARD_DO_MIRROR", "1")
+    monkeypatch.setenv("MXREF_MIRROR_POLICY", "everything")
+    with pytest.raises(mx.MXNetError, match="mirror_policy"):
+        _net().simple_bind(mx.cpu(), data=(2, 3, 16, 16), softmax_label=(2,))
