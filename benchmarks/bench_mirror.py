@@ -52,9 +52,9 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     import numpy as np  # noqa: PLC0415
+    from bench_memory_planning import resnet50  # noqa: PLC0415 - plain MXNet-1.x symbol code
 
     import mxref as mx  # noqa: PLC0415
-    from bench_memory_planning import resnet50  # noqa: PLC0415 - plain MXNet-1.x symbol code
 
     sym = resnet50(mx)
     rows = []
@@ -85,8 +85,8 @@ def main(argv=None):
     base_mb, base_t = rows[0][1], rows[0][2]
     print(f"ResNet-50 v1 training: memory at batch {args.mem_batch}x3x{args.mem_image}^2, "
           f"speed at batch {args.speed_batch}x3x{args.speed_image}^2 (median of {args.repeats})")
-    print(f"| policy | MB allocated | vs none | s / step | speed vs none |")
-    print(f"|---|---:|---:|---:|---:|")
+    print("| policy | MB allocated | vs none | s / step | speed vs none |")
+    print("|---|---:|---:|---:|---:|")
     for policy, mb, t in rows:
         print(f"| {policy} | {mb} | {mb / base_mb - 1:+.1%} | {t:.3f} | {base_t / t:.2f}x |")
 

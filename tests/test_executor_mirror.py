@@ -19,7 +19,7 @@ def _net(depth=4):
 
 def _train_step(batch=16):
     ex = _net().simple_bind(mx.cpu(), data=(batch, 3, 16, 16), softmax_label=(batch,))
-    for i, (name, arr) in enumerate(sorted(ex.arg_dict.items())):
+    for i, (_name, arr) in enumerate(sorted(ex.arg_dict.items())):
         arr[:] = np.random.RandomState(i).uniform(-0.3, 0.3, arr.shape)
     for name, arr in ex.aux_dict.items():
         arr[:] = 1.0 if name.endswith("var") else 0.0
