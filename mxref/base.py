@@ -91,7 +91,7 @@ _SUPPORTED = tuple(DTYPE_NP_TO_MX)
 
 
 def normalize_dtype(dtype, what: str = "dtype") -> np.dtype:
-    """Turn ``'float32'``, ``np.float32``, ``np.dtype`` or an MXNet type flag into a supported ``np.dtype``."""
+    """Turn a name, numpy type, ``np.dtype`` or MXNet type flag into a supported ``np.dtype``."""
     if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
         if int(dtype) in DTYPE_MX_TO_NP:
             return DTYPE_MX_TO_NP[int(dtype)]
