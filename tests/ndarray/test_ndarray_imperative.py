@@ -126,6 +126,8 @@ def test_call_time_errors_name_op_and_argument(any_engine):
     with pytest.raises(mx.MXNetError, match="invalid value 'x' for argument 'scale'"):
         mx.nd._internal._test_nd_scale(a, scale="x")
     with pytest.raises(mx.MXNetError, match=r"unknown input\(s\) \['scale'\]"):
+        mx.nd._internal._test_nd_scale(a, scale=a)
+    with pytest.raises(mx.MXNetError, match=r"got 2 positional inputs, but it takes 1 \(data\)"):
         mx.nd._internal._test_nd_scale(a, a)
     with pytest.raises(mx.MXNetError, match="expects 1 input"):
         imperative.invoke_name("_test_nd_scale", [a, a], {})
