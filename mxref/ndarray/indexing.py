@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import engine as _engine
 from ..base import MXNetError, numeric_types
-from .ndarray import NDArray, _empty
+from . import imperative as _imperative
+from .ndarray import NDArray, _empty, _from_numpy
 
 __all__ = ["getitem_copy", "setitem"]
 
@@ -51,17 +52,27 @@ def setitem(dst: NDArray, key, value) -> None:
 
     Pushed as one engine operation writing ``dst``'s variable, so it is ordered with every other
     use of ``dst`` and of any array sharing its memory. Shape mismatches raise now.
+
+    While autograd records and ``dst`` or ``value`` is part of a graph, the assignment runs as the
+    operator ``_slice_assign`` (``_slice_assign_scalar``) writing ``dst`` and is recorded: the
+    gradient reaches ``value`` through the region. As in MXNet, assigning into an array that is
+    already in the graph raises (its old value may be saved for backward).
     """
     key = _normalize_key(key)
     target = _result_shape(dst._shape, key, "NDArray.__setitem__")
+    if _imperative._record_hook is not None and (
+            dst._ag is not None or (isinstance(value, NDArray) and value._ag is not None)):
+        _recorded_setitem(dst, key, target, value)
+        return
     const_vars = ()
     if isinstance(value, NDArray):
-        _check_broadcast(value._shape, target, key)
+        vshape = _check_broadcast(value._shape, target, key)
         src = value
         const_vars = (src._chunk.var,)
 
         def assign(run_ctx):
-            dst._data()[key] = src._data()
+            # NOTE: reshaped first: numpy will not put a (1,) array into a single element
+            dst._data()[key] = np.reshape(src._data(), vshape)
 
         name = "_slice_assign"
     elif isinstance(value, numeric_types):
@@ -85,8 +96,10 @@ def setitem(dst: NDArray, key, value) -> None:
     _engine.get().push_sync(assign, dst._chunk.ctx, const_vars, (dst._chunk.var,), name=name)
 
 
-def _check_broadcast(value_shape, target_shape, key) -> None:
-    """numpy's assignment rule: leading 1s of the value drop, the rest broadcasts to the target."""
+def _check_broadcast(value_shape, target_shape, key) -> tuple:
+    """numpy's assignment rule: leading 1s of the value drop, the rest broadcasts to the target.
+
+    Returns the value's shape with those leading 1s dropped."""
     value_shape = tuple(value_shape)
     while len(value_shape) > len(target_shape) and value_shape[0] == 1:
         value_shape = value_shape[1:]
@@ -97,3 +110,54 @@ def _check_broadcast(value_shape, target_shape, key) -> None:
     if not ok:
         raise MXNetError(f"NDArray.__setitem__: cannot assign a value of shape {tuple(value_shape)} to "
                          f"index {key!r}, which selects shape {tuple(target_shape)}")
+    return value_shape
+
+
+def _region(key, shape):
+    """``(begin, end, step)`` of a basic key (ints and slices), as ``_slice_assign`` takes them, and
+    the region's shape with an int-indexed axis kept as length 1."""
+    key = key if isinstance(key, tuple) else (key,)
+    begin, end, step = [], [], []
+    for k, n in zip(key, shape):
+        if isinstance(k, (int, np.integer)):
+            i = int(k) % n if n else int(k)
+            k = slice(i, i + 1, None)
+        if not isinstance(k, slice):
+            raise MXNetError(f"NDArray.__setitem__: index {key!r} cannot be recorded by autograd "
+                             "(only ints and slices can); assign outside autograd.record()")
+        begin.append(k.start)
+        end.append(k.stop)
+        step.append(k.step)
+    if len(key) > len(shape):
+        raise MXNetError(f"NDArray.__setitem__: index {key!r} has more axes than shape {shape}")
+    params = {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)}
+    region = tuple(len(range(*slice(b, e, s).indices(n))) for b, e, s, n in zip(begin, end, step, shape))
+    return params, region + tuple(shape[len(key):])
+
+
+def _recorded_setitem(dst: NDArray, key, target, value) -> None:
+    """``dst[key] = value`` as a recorded ``_slice_assign``: the value is broadcast and reshaped to
+    the region by recorded operators too, so its gradient is summed back to its own shape."""
+    params, region = _region(key, dst._shape)
+    invoke = _imperative.invoke_name
+    if isinstance(value, numeric_types):
+        invoke("_slice_assign_scalar", [dst], dict(params, scalar=float(value)), out=dst)
+        return
+    if not isinstance(value, NDArray):
+        try:
+            value = _from_numpy(np.array(value, dtype=dst._dtype), dst._chunk.ctx)
+        except (TypeError, ValueError) as exc:
+            raise MXNetError(f"NDArray.__setitem__: cannot assign a {type(value).__name__}: {exc}") from None
+    vshape = _check_broadcast(value._shape, target, key)
+    target = tuple(target)
+    if value._shape != region and value.size != int(np.prod(region)):
+        padded = (1,) * (len(target) - len(vshape)) + tuple(vshape)
+        if value._shape != padded:
+            value = invoke("Reshape", [value], {"shape": padded})[0]
+        value = invoke("broadcast_to", [value], {"shape": target})[0]
+    if value._shape != region:    # same size: leading 1s, or an int-indexed axis kept as 1
+        value = invoke("Reshape", [value], {"shape": region})[0]
+    if value._dtype != dst._dtype:
+        value = invoke("Cast", [value], {"dtype": dst._dtype})[0]
+    invoke("_slice_assign", [dst, value], params, out=dst)
+

@@ -1,0 +1,121 @@
+"""Slice assignment (NDArray.__setitem__): single elements from one-element arrays, and under
+autograd: recorded as _slice_assign when the value is in a graph (its gradient is the region of the
+head gradient, summed over broadcast axes), refused as in MXNet when the target is in a graph."""
+import numpy as np
+import pytest
+
+import mxref as mx
+from mxref import autograd as ag
+from mxref import nd
+
+
+def _var(values):
+    x = nd.array(values)
+    x.attach_grad()
+    return x
+
+
+def test_element_from_a_one_element_array(any_engine):
+    """a[i] = nd.array([v]) and a[i, j] = nd.array([[v]]) set one element (numpy alone refuses)."""
+    a = nd.zeros((4,))
+    a[1] = nd.array([5.0])
+    a[-1] = nd.array([[7.0]])
+    assert a.asnumpy().tolist() == [0, 5, 0, 7]
+    b = nd.zeros((2, 3))
+    b[1, 2] = nd.array([3.0])
+    assert b.asnumpy()[1].tolist() == [0, 0, 3]
+
+
+def test_assigned_value_gets_the_region_of_the_gradient():
+    """t = zeros; t[1] = w records _slice_assign: dL/dw = the head gradient's row 1."""
+    w = _var([1.0, 2.0, 3.0, 4.0])
+    weights = np.arange(12.0).reshape(3, 4)
+    with ag.record():
+        t = nd.zeros((3, 4))
+        t[1] = w * 2
+        loss = nd.sum(t * nd.array(weights))
+    assert t.asnumpy()[1].tolist() == [2, 4, 6, 8] and not t.asnumpy()[[0, 2]].any()
+    loss.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), 2 * weights[1])
+
+
+def test_broadcast_and_int_index_values_sum_their_gradient_back():
+    """A value broadcast over the region gets the region's gradient summed over the broadcast axes;
+    an element set from a (1,) slice gets that element's gradient."""
+    x = _var([10.0, 20.0])
+    weights = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with ag.record():
+        t = nd.zeros((2, 3))
+        t[:, 1:3] = x                      # (2,) broadcast to (2, 2): each row gets x
+        loss = nd.sum(t * nd.array(weights))
+    np.testing.assert_array_equal(t.asnumpy(), [[0, 10, 20], [0, 10, 20]])
+    loss.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), weights[:, 1:].sum(axis=0))
+    with ag.record():
+        u = nd.zeros((4,))
+        u[2] = x[1:2]
+        loss = nd.sum(u * nd.array([1.0, 2.0, 3.0, 4.0]))
+    assert u.asnumpy().tolist() == [0, 0, 20, 0]
+    loss.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [0, 3])
+
+
+def test_functional_slice_assign_zeroes_the_overwritten_part():
+    """_slice_assign(lhs, rhs): lhs's gradient is zero over the region, rhs gets the region."""
+    w, x = _var([1.0, 2.0, 3.0, 4.0]), _var([10.0, 20.0])
+    c = nd.array([1.0, 2.0, 3.0, 4.0])
+    with ag.record():
+        y = nd._internal._slice_assign(w * 1, x * 2, begin=(1,), end=(3,))
+        loss = nd.sum(y * c)
+    assert y.asnumpy().tolist() == [1, 20, 40, 4]
+    loss.backward()
+    assert w.grad.asnumpy().tolist() == [1, 0, 0, 4]
+    assert x.grad.asnumpy().tolist() == [4, 6]
+
+
+@pytest.mark.parametrize("value", [nd.array([7.0, 8.0]), 5.0, np.array([1.0, 2.0])],
+                         ids=["ndarray", "scalar", "numpy"])
+def test_assigning_into_a_recorded_array_raises_as_mxnet(value):
+    """y = w * 1; y[1:3] = v inside record() raises MXNet's error instead of a wrong gradient
+    (y's old value may be saved for backward); after the record section it is allowed."""
+    w = _var([1.0, 2.0, 3.0, 4.0])
+    with ag.record():
+        y = w * 1
+        with pytest.raises(mx.MXNetError, match="already in a computational graph"):
+            y[1:3] = value
+    y[1:3] = value
+    assert y.asnumpy()[0] == 1
+
+
+def test_fancy_index_with_a_recorded_value_raises():
+    """Only int/slice keys map to _slice_assign; a list index with a recorded value is refused."""
+    x = _var([1.0, 2.0])
+    with ag.record():
+        t = nd.zeros((4,))
+        with pytest.raises(mx.MXNetError, match="cannot be recorded"):
+            t[[0, 2]] = x * 1
+
+
+def test_pause_and_plain_arrays_are_not_recorded():
+    """Inside pause(), or with nothing in a graph, assignment is the plain engine write."""
+    x = _var([1.0, 2.0])
+    with ag.record():
+        y = x * 3
+        with ag.pause():
+            t = nd.zeros((2,))
+            t[:] = y
+        plain = nd.zeros((2,))
+        plain[0] = 4
+    assert t._ag is None and plain._ag is None
+    assert t.asnumpy().tolist() == [3, 6] and plain.asnumpy().tolist() == [4, 0]
+
+
+def test_copyto_is_recorded():
+    """x.copyto(y) inside record() carries the gradient to x (as MXNet 1.9.1: 3 per element)."""
+    x = _var([10.0, 20.0])
+    with ag.record():
+        y = nd.zeros((2,))
+        x.copyto(y)
+        loss = nd.sum(y * 3)
+    loss.backward()
+    assert x.grad.asnumpy().tolist() == [3, 3]
