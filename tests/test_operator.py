@@ -322,3 +322,31 @@ def test_numeric_gradient_through_custom_op():
     rng = np.random.default_rng(2)
     mx.test_utils.check_numeric_gradient(
         net, {"x": rng.uniform(-1, 1, (3, 4)), "w": rng.uniform(-1, 1, (3, 4))}, dtype=np.float64)
+
+
+def test_custom_op_in_a_hybrid_block_imperative_and_hybridized():
+    """F.Custom inside hybrid_forward: the same values and gradients before and after hybridize()."""
+    from mxref import gluon
+
+    class Net(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.dense = gluon.nn.Dense(4, in_units=3)
+
+        def hybrid_forward(self, F, x):
+            return F.Custom(self.dense(x), self.dense(x), op_type="test_cube")
+
+    net = Net()
+    net.initialize(mx.init.Xavier())
+    x = mx.nd.array(np.random.default_rng(3).uniform(-1, 1, (2, 3)))
+    results = []
+    for hybrid in (False, True):
+        if hybrid:
+            net.hybridize()
+        with mx.autograd.record():
+            y = net(x)
+        y.backward()
+        results.append((y.asnumpy(), net.dense.weight.grad().asnumpy().copy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
