@@ -134,3 +134,16 @@ def test_backward_op_without_gradient_is_named():
         (g,) = ag.grad(nd.softsign(x), [x], create_graph=True)
     with pytest.raises(mx.MXNetError, match="_backward_softsign is non-differentiable"):
         g.backward()
+
+
+def test_mixed_partials_through_a_broadcast_product():
+    """y = x*x*w with w of shape (1,) (broadcast_mul): d/dx sum(dy/dx) = 2w, d/dw sum(dy/dx) = 2 sum(x)."""
+    xv = np.array([1.0, -2.0, 0.5])
+    x, w = _var(xv), _var([3.0])
+    with ag.record():
+        (dx,) = ag.grad(nd.broadcast_mul(x * x, w), [x], create_graph=True)
+        total = nd.sum(dx)
+    np.testing.assert_allclose(dx.asnumpy(), 2 * xv * 3)
+    total.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), np.full(3, 6.0))
+    np.testing.assert_allclose(w.grad.asnumpy(), [2 * xv.sum()])

@@ -1,5 +1,6 @@
 """Gradients of the ``_backward_*`` operators, so ``autograd.grad(..., create_graph=True)`` can
-differentiate a gradient again (second and higher derivatives), as MXNet 1.x does for these ops.
+differentiate a gradient again (second and higher derivatives). MXNet 1.9.1 has these for the
+unary math ops; mxref also for the products and the scalar powers.
 
 A unary backward op computes ``b = og * d(z)`` from the head gradient ``og`` and ``z``, which is the
 forward input ``x`` or output ``y`` (see ``elemwise._UNARY``). Given the head gradient ``g`` of ``b``:
@@ -17,7 +18,7 @@ import math
 from typing import Callable, Dict
 
 from ..symbol.graph import NodeEntry, make_node
-from . import elemwise, scalar  # noqa: F401  (the ops below must be registered first)
+from . import broadcast, elemwise, scalar  # noqa: F401  (the ops below must be registered first)
 from .elemwise import output_grads
 from .registry import get
 
@@ -125,6 +126,17 @@ def _backward_mul_gradient(node, ograds):
     return [d_og, mk("elemwise_mul", h1, og), mk("elemwise_mul", h0, og)]
 
 
+def _backward_broadcast_mul_gradient(node, ograds):
+    """As ``_backward_mul``'s, with broadcasting: products are ``broadcast_mul`` (they take the head
+    gradient's shape) and the inputs' parts are summed back to their shapes (``_reduce_sum_like``)."""
+    h0, h1 = output_grads(node, ograds)
+    og, a, b = node.inputs
+    mk = _Builder(node)
+    d_og = mk("broadcast_add", mk("broadcast_mul", h0, b), mk("broadcast_mul", h1, a))
+    return [d_og, mk("_reduce_sum_like", mk("broadcast_mul", h1, og), a),
+            mk("_reduce_sum_like", mk("broadcast_mul", h0, og), b)]
+
+
 def _scalar_gradient(name: str, d2: Callable) -> Callable:
     """Like ``_unary_gradient`` for ``_backward_<name>_scalar``, whose ``d`` depends on ``scalar``."""
     def gradient(node, ograds):
@@ -148,11 +160,12 @@ _SCALAR_D2: Dict[str, Callable] = {
 
 def differentiable_ops() -> list:
     """Names of the backward ops this module makes differentiable."""
-    return [f"_backward_{n}" for n in _D2] + ["_backward_mul"] + list(_SCALAR_D2)
+    return [f"_backward_{n}" for n in _D2] + ["_backward_mul", "_backward_broadcast_mul"] + list(_SCALAR_D2)
 
 
 for _name, _d2 in _D2.items():
     get(f"_backward_{_name}").gradient = _unary_gradient(_name, _d2)
 get("_backward_mul").gradient = _backward_mul_gradient
+get("_backward_broadcast_mul").gradient = _backward_broadcast_mul_gradient
 for _name, _d2 in _SCALAR_D2.items():
     get(_name).gradient = _scalar_gradient(_name, _d2)
