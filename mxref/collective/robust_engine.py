@@ -12,9 +12,9 @@ Before every call all ranks exchange a 7-number header (one ring allgather)::
 and every rank takes the same decision from the same table:
 
     A. a rank still at CHECKPOINT while another already committed it -> it commits too
-    B. some rank is LOADing (a restarted process) -> the lowest live rank (all live ranks now
-       have the newest version) sends it the checkpoint; local models come back from the ring
-       successor's replica
+    B. some rank is LOADing (a restarted process) -> if every live rank waits at a checkpoint
+       (without local models) they commit it first; then the lowest live rank sends the newest
+       checkpoint; local models come back from a ring successor's replica
     C. seqnos differ -> the lowest rank ahead that kept the result of the smallest seqno sends
        it to the ranks behind; they take it (prepare_fun is skipped) and move on
     D. all at the same point -> run the collective for real (on a copy, so a failure halfway
@@ -102,11 +102,16 @@ class RobustEngine(Engine):
         default 5, ``MXREF_ROBUST_GLOBAL_REPLICA``): result ``seqno`` is kept by the ranks with
         ``rank % round == seqno % round``, ``round = max(W // global_replica, 1)``. Fewer copies
         save memory; a result whose every holder died cannot be replayed (an error says so).
+    local_replica : int
+        How many ring successors keep a copy of each rank's local model (Rabit's
+        ``rabit_local_replica``, default 2, ``MXREF_ROBUST_LOCAL_REPLICA``), so a rank's local
+        model survives unless it dies together with all those successors.
     """
 
     def __init__(self, world: Any = None, rank: Optional[int] = None, attempt: Optional[int] = None,
                  link: Any = None, ring_mincount: Optional[int] = None,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, global_replica: Optional[int] = None) -> None:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, global_replica: Optional[int] = None,
+                 local_replica: Optional[int] = None) -> None:
         if link is None:
             if world is not None:
                 from .local_engine import LocalRobustLink
@@ -122,12 +127,15 @@ class RobustEngine(Engine):
         self.chunk_bytes = chunk_bytes
         replicas = int(global_replica or os.environ.get("MXREF_ROBUST_GLOBAL_REPLICA", 5))
         self.round = max(self.world_size // max(replicas, 1), 1)
+        local_copies = int(local_replica or os.environ.get("MXREF_ROBUST_LOCAL_REPLICA", 2))
+        self.local_replica = max(min(local_copies, self.world_size - 1), 0)
         self.version, self.seqno = 0, 0
         self.cache: dict = {}            # seqno -> (meta, result) since the last checkpoint
         self.global_ckpt: Any = None     # pickled bytes, or ("lazy", obj)
         self.local_ckpt: Optional[bytes] = None
-        self.replica: Optional[bytes] = None   # the previous rank's local model, for its recovery
-        self._pending: Any = None        # the checkpoint being committed
+        self.replicas: dict = {}         # origin rank -> its local model, for the origin's recovery
+        self._pending: Any = None        # the checkpoint being committed: (global, local)
+        self._handed_off: Any = None     # the replicas received, once ours went to our successors
         self.link.reconnect()
 
     # -- the public calls, each one consensus round loop --------------------------------------
@@ -164,7 +172,8 @@ class RobustEngine(Engine):
     def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
         self._pending = (("lazy", global_model) if lazy else _pickle(global_model),
                          None if local_model is None else _pickle(local_model))
-        self._run(CHECKPOINT, (0, 0, 0, 0), None)
+        self._handed_off = None
+        self._run(CHECKPOINT, (0, int(local_model is not None), 0, 0), None)
 
     def load_checkpoint(self) -> Tuple[int, Any, Any]:
         return self._run(LOAD, (0, 0, 0, 0), None)
@@ -197,6 +206,8 @@ class RobustEngine(Engine):
 
     def _round(self, action: int, meta: tuple, execute) -> Tuple[bool, Any]:
         table = np.zeros((self.world_size, 7), np.int64)
+        if action == CHECKPOINT:     # the count column says whether our local model was handed off
+            meta = (0, meta[1], int(self._handed_off is not None), 0)
         table[self.rank] = (action, self.version, self.seqno) + tuple(meta)
         algorithms.ring_allgather(self.link, table)
         acts, vers, seqs = table[:, 0], table[:, 1], table[:, 2]
@@ -209,19 +220,31 @@ class RobustEngine(Engine):
                 raise MXNetError(f"collective: ranks {behind.tolist()} are at version "
                                  f"{vers[behind].tolist()} while others reached {vmax}")
             if action == CHECKPOINT and self.version < vmax:
-                self._commit(None)
+                self._commit()
                 return True, None
             return False, None
         # B. Restarted ranks load the newest checkpoint from a live rank.
         if not live.all():
             if not live.any():
                 return True, (0, None, None)       # a fresh start: nobody has anything
-            return self._serve_checkpoint(action, live)
+            if (acts[live] == CHECKPOINT).all() and not table[live, 4].any() and \
+                    (seqs[live] == seqs[live][0]).all():
+                # As Rabit: a checkpoint every live rank has reached is committed first, and the
+                # restarted rank loads the new version instead of replaying this one. (A lazily
+                # checkpointed model may already hold the new version's values by now.) With
+                # local models we replay instead: the restarted rank's new local model is unknown.
+                if action == CHECKPOINT:
+                    self._commit()
+                    return True, None
+                return False, None
+            return self._serve_checkpoint(action, live, acts)
         # C. Ranks behind get the cached result of the smallest seqno.
         smin = int(seqs.min())
         if (seqs != smin).any():
             return self._serve_cached(action, meta, seqs, smin)
         # D. Everyone is at the same call: it must be the same call.
+        if (acts == CHECKPOINT).all() and (table[:, 4] == table[0, 4]).all() and table[0, 4]:
+            return self._checkpoint_with_local_models(table)
         rows = [tuple(r) for r in table[:, [0, 3, 4, 5, 6]]]
         if any(r != rows[0] for r in rows):
             lines = "; ".join(f"rank {r}: {_row_text(table[r])}" for r in range(self.world_size))
@@ -234,28 +257,46 @@ class RobustEngine(Engine):
             self.seqno += 1
             return True, result
         if action == CHECKPOINT:
-            # Hand our local model to the next rank before committing, so it survives our death.
-            replica = _shift(self.link, (self.rank + 1) % self.world_size,
-                             (self.rank - 1) % self.world_size, self._pending[1])
-            self._commit(replica)
+            self._commit()
         return True, None
+
+    def _checkpoint_with_local_models(self, table: np.ndarray) -> Tuple[bool, Any]:
+        """Two phases, so no rank commits before every local model has a copy on its successor.
+
+        Phase 1: each rank sends its new local model to its ``local_replica`` successors (repeated
+        by everyone until one
+        round finds every rank past it: a failure halfway leaves some without their copy).
+        Phase 2: a round in which every rank reports "handed off" commits. A rank whose round
+        failed after another committed is then behind by a version and commits by rule A.
+        """
+        if table[:, 5].all():
+            self._commit()
+            return True, None
+        w, r = self.world_size, self.rank
+        self._handed_off = {(r - k) % w: _shift(self.link, (r + k) % w, (r - k) % w, self._pending[1])
+                            for k in range(1, self.local_replica + 1)}
+        return False, None
 
     def _holds(self, rank: int, seqno: int) -> bool:
         """Whether ``rank`` keeps the result of call ``seqno`` (Rabit's round-robin caching)."""
         return rank % self.round == seqno % self.round
 
-    def _commit(self, replica: Optional[bytes]) -> None:
+    def _commit(self) -> None:
         self.global_ckpt, self.local_ckpt = self._pending
-        if replica is not None:
-            self.replica = replica
-        self._pending = None
+        if self._handed_off is not None:
+            self.replicas = {o: data for o, data in self._handed_off.items() if data is not None}
+        self._pending = self._handed_off = None
         self.version += 1
         self.seqno = 0
         self.cache.clear()
 
-    def _serve_checkpoint(self, action: int, live: np.ndarray) -> Tuple[bool, Any]:
-        # Only the restarted ranks need the checkpoint: the donor sends it to each of them.
-        donor, loaders = int(np.flatnonzero(live)[0]), np.flatnonzero(~live).tolist()
+    def _serve_checkpoint(self, action: int, live: np.ndarray, acts: np.ndarray) -> Tuple[bool, Any]:
+        # Only the restarted ranks need the checkpoint: one donor sends it to each of them. Prefer
+        # a rank still inside the version's collectives: a lazily checkpointed model is only
+        # guaranteed unchanged until the version's last collective has finished.
+        inside = np.flatnonzero(live & (acts == COLLECTIVE))
+        donor = int(inside[0]) if inside.size else int(np.flatnonzero(live)[0])
+        loaders = np.flatnonzero(~live).tolist()
         if self.rank == donor:
             ckpt = self.global_ckpt
             if isinstance(ckpt, tuple):        # lazy: serialise only now that someone needs it
@@ -264,16 +305,43 @@ class RobustEngine(Engine):
                 _send_bytes(self.link, peer, ckpt, self.version)
         elif self.rank in loaders:
             gbytes, version = _recv_bytes(self.link, donor)
-        nxt, prv = (self.rank + 1) % self.world_size, (self.rank - 1) % self.world_size
-        mine = _shift(self.link, prv, nxt, self.replica)          # my local model, from my successor
-        replica = _shift(self.link, nxt, prv, self.local_ckpt)    # my predecessor's, to keep
+        mine, replicas = self._restore_local_models(live, loaders)
         if action != LOAD:
             return False, None
         self.version, self.seqno, self.global_ckpt, self.local_ckpt = version, 0, gbytes, mine
-        self.replica = replica
+        self.replicas = replicas
         self.cache.clear()
         gmodel = None if gbytes is None else pickle.loads(gbytes)
         return True, (version, gmodel, None if mine is None else pickle.loads(mine))
+
+    def _restore_local_models(self, live: np.ndarray, loaders: list) -> Tuple[Optional[bytes], dict]:
+        """Give each restarted rank its local model (from its first live successor's replica) and
+        the replicas it keeps for its predecessors (from those that are alive).
+
+        All ranks list the same transfers in the same order and each does its part with blocking
+        sends/receives: the first unfinished transfer always has both ends ready, so none waits
+        forever.
+        """
+        w = self.world_size
+        transfers = []     # (sender, receiver, origin): send origin's local model
+        for r in loaders:
+            holders = [(r + k) % w for k in range(1, self.local_replica + 1) if live[(r + k) % w]]
+            if holders:
+                transfers.append((holders[0], r, r))
+            transfers += [((r - k) % w, r, (r - k) % w) for k in range(1, self.local_replica + 1)
+                          if live[(r - k) % w]]
+        mine, replicas = None, {}
+        for sender, receiver, origin in transfers:
+            if self.rank == sender:
+                data = self.replicas.get(origin) if origin == receiver else self.local_ckpt
+                _send_bytes(self.link, receiver, data)
+            elif self.rank == receiver:
+                data = _recv_bytes(self.link, sender)[0]
+                if origin == receiver:
+                    mine = data
+                elif data is not None:
+                    replicas[origin] = data
+        return mine, replicas
 
     def _serve_cached(self, action: int, meta: tuple, seqs: np.ndarray, smin: int) -> Tuple[bool, Any]:
         holders = [r for r in range(self.world_size) if seqs[r] > smin and self._holds(r, smin)]
