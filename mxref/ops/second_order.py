@@ -1,6 +1,6 @@
 """Gradients of the ``_backward_*`` operators, so ``autograd.grad(..., create_graph=True)`` can
-differentiate a gradient again (second and higher derivatives). MXNet 1.9.1 has these for the
-unary math ops and elemwise_mul; mxref also for broadcast_mul and the scalar powers.
+differentiate a gradient again (second and higher derivatives). MXNet 1.9.1 has these for most
+unary math ops; mxref also for the products (elemwise_mul, broadcast_mul) and the scalar powers.
 
 A unary backward op computes ``b = og * d(z)`` from the head gradient ``og`` and ``z``, which is the
 forward input ``x`` or output ``y`` (see ``elemwise._UNARY``). Given the head gradient ``g`` of ``b``:
