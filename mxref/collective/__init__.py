@@ -47,7 +47,7 @@ def _engine() -> Engine:
 
 def _load_engines() -> None:
     # Engines that import optional dependencies (mpi4py) register on first use.
-    from . import mpi_engine, robust_engine  # noqa: F401
+    from . import mock_engine, mpi_engine, robust_engine  # noqa: F401
 
 
 def init(engine: Optional[str] = None, **kwargs: Any) -> None:

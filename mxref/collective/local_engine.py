@@ -168,7 +168,7 @@ def run_local(world_size: int, fn: Callable[..., Any], *args: Any, engine: str =
     errors: Dict[int, BaseException] = {}
 
     def body(rank: int) -> None:
-        from .robust_engine import MockKill
+        from .mock_engine import MockKill
         for attempt in range(max_restarts + 1):
             kw = dict(engine_kw, attempt=attempt) if engine in ("robust", "mock") else engine_kw
             try:

@@ -134,15 +134,6 @@ def test_mismatched_calls_name_the_ranks():
         collective.run_local(2, prog, engine="robust", timeout=10)
 
 
-def test_mock_points_parse_from_a_string():
-    """'rank,version,seqno[,ndeath];...' is Rabit's mock= syntax."""
-    from mxref.collective.local_engine import LocalWorld
-    from mxref.collective.robust_engine import MockEngine
-
-    world = LocalWorld(1)
-    eng = MockEngine(mock="1,2,3;0,0,1,2", world=world, rank=0)
-    assert eng.kill_points == {(1, 2, 3, 0), (0, 0, 1, 2)}
-
 
 def test_array_broadcasts_and_lazy_checkpoints_survive_failures():
     """Arrays broadcast into place or to None, a lazily checkpointed model, W=1 and W=3 with kills."""
