@@ -15,8 +15,10 @@ from .registry import OpDef, Param, assign, register
 
 
 def _shape_rule(params, in_shapes):
+    # NOTE: no shape given is an unknown shape, as in MXNet: a graph infers it from the consumers;
+    # mx.nd.random.* pass shape (1,) or out='s shape.
     shape = params["shape"]
-    return [], [tuple(shape) if shape is not None else ()]
+    return [], [tuple(shape) if shape is not None else None]
 
 
 def _type_rule(default):
