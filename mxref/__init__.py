@@ -35,6 +35,7 @@ from . import initializer  # noqa: E402
 from . import initializer as init  # noqa: E402,F401
 from . import metric  # noqa: E402,F401
 from . import gluon  # noqa: E402,F401
+from . import collective  # noqa: E402,F401
 from . import model  # noqa: E402,F401
 from . import callback  # noqa: E402,F401
 from . import module  # noqa: E402,F401
