@@ -117,6 +117,8 @@ def _region(key, shape):
     """``(begin, end, step)`` of a basic key (ints and slices), as ``_slice_assign`` takes them, and
     the region's shape with an int-indexed axis kept as length 1."""
     key = key if isinstance(key, tuple) else (key,)
+    if len(key) > len(shape):
+        raise MXNetError(f"NDArray.__setitem__: index {key!r} has more axes than shape {shape}")
     begin, end, step = [], [], []
     for k, n in zip(key, shape):
         if isinstance(k, (int, np.integer)):
@@ -128,8 +130,6 @@ def _region(key, shape):
         begin.append(k.start)
         end.append(k.stop)
         step.append(k.step)
-    if len(key) > len(shape):
-        raise MXNetError(f"NDArray.__setitem__: index {key!r} has more axes than shape {shape}")
     params = {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)}
     region = tuple(len(range(*slice(b, e, s).indices(n))) for b, e, s, n in zip(begin, end, step, shape))
     return params, region + tuple(shape[len(key):])
@@ -139,6 +139,8 @@ def _recorded_setitem(dst: NDArray, key, target, value) -> None:
     """``dst[key] = value`` as a recorded ``_slice_assign``: the value is broadcast and reshaped to
     the region by recorded operators too, so its gradient is summed back to its own shape."""
     params, region = _region(key, dst._shape)
+    if 0 in region:
+        return        # an empty region: nothing is written (and Reshape reads 0 as "keep")
     invoke = _imperative.invoke_name
     if isinstance(value, numeric_types):
         invoke("_slice_assign_scalar", [dst], dict(params, scalar=float(value)), out=dst)
