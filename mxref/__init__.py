@@ -24,6 +24,7 @@ from . import passes  # noqa: E402,F401 - registers every graph pass
 from . import autograd  # noqa: E402,F401
 from . import executor  # noqa: E402,F401
 from . import test_utils  # noqa: E402,F401
+from . import operator  # noqa: E402,F401
 from . import visualization  # noqa: E402,F401
 from . import visualization as viz  # noqa: E402,F401
 from . import registry  # noqa: E402,F401

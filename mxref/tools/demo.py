@@ -167,16 +167,31 @@ def main(argv=None) -> dict:
     from mxref.passes.memory_report import memory_report  # noqa: PLC0415
 
     logging.getLogger().setLevel(logging.WARNING)   # the demo prints its own lines
+    kv, rank, num_workers = args.kv_store, 0, 1
+    if args.kv_store.startswith("dist"):
+        # NOTE: on a server rank create() runs the server loop and exits the process; on a worker
+        # it returns, and each worker then reads its own shard of the training data.
+        kv = mx.kv.create(args.kv_store)
+        rank, num_workers = kv.rank, kv.num_workers
+        if rank:
+            args.out = os.path.join(args.out, f"worker{rank}")
     os.makedirs(args.out, exist_ok=True)
     mx.random.seed(args.seed)
     np.random.seed(args.seed)
     ctx = _contexts(args.ctx, mx)
     net = build_network(args.network, mx)
-    train = DigitsIter(args.batch_size, "train", shuffle=True, flat=args.network == "mlp")
+    train = DigitsIter(args.batch_size, "train", shuffle=True, flat=args.network == "mlp",
+                       num_parts=num_workers, part_index=rank)
+    if num_workers > 1:
+        # Every worker runs the same number of batches per epoch, so sync rounds line up.
+        per_worker = load_digits("train")[1].shape[0] // num_workers // args.batch_size
+        train = mx.io.ResizeIter(train, per_worker)
     val = DigitsIter(args.batch_size, "val", flat=args.network == "mlp")
     val_label = load_digits("val")[1]
-    nbatch = -(-train.num_data // args.batch_size)
-    print(f"mxref {mx.__version__}: {args.network} on the bundled digits ({train.num_data} train / "
+    nbatch = train.size if num_workers > 1 else -(-train.num_data // args.batch_size)
+    where = f", worker {rank} of {num_workers}" if num_workers > 1 else ""
+    n_train = per_worker * args.batch_size if num_workers > 1 else train.num_data
+    print(f"mxref {mx.__version__}{where}: {args.network} on the bundled digits ({n_train} train / "
           f"{len(val_label)} validation images, 8x8), batch {args.batch_size}, "
           f"{args.num_epochs} epochs, ctx {ctx}, kvstore {args.kv_store}, "
           f"engine {type(mx.engine.get()).__name__}")
@@ -209,7 +224,7 @@ def main(argv=None) -> dict:
     lr_sched = mx.lr_scheduler.FactorScheduler(step=steps, factor=0.3, base_lr=args.lr)
     t_fit = time.perf_counter()
     try:
-        mod.fit(train, eval_metric=train_metric, kvstore=args.kv_store, optimizer="sgd",
+        mod.fit(train, eval_metric=train_metric, kvstore=kv, optimizer="sgd",
                 optimizer_params={"learning_rate": args.lr, "momentum": 0.9, "wd": 1e-4,
                                   "lr_scheduler": lr_sched},
                 initializer=mx.init.Xavier(magnitude=2.0), num_epoch=args.num_epochs,

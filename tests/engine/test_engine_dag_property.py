@@ -5,7 +5,7 @@ import time
 import zlib
 
 import pytest
-from conftest import make_engine
+from engine_factory import make_engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

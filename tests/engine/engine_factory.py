@@ -1,0 +1,31 @@
+"""Engine factory shared by the engine tests: every engine kind, by fixture id."""
+import os
+
+import pytest
+
+from mxref.engine.naive import NaiveEngine
+from mxref.engine.threaded import ThreadedEnginePerDevice
+
+
+def _cython_available():
+    try:
+        from mxref._ext import engine_core  # noqa: F401
+    except ImportError:
+        if os.environ.get("MXREF_ENFORCE_EXT") == "1":
+            raise
+        return False
+    return os.environ.get("MXREF_ENABLE_EXT", "1") != "0"
+
+
+ENGINE_KINDS = ["naive", "threaded-python", "threaded-cython"]
+CORES = [pytest.param(False, id="python"), pytest.param(True, id="cython")]
+
+
+def make_engine(kind, **kwargs):
+    """Build an engine by fixture id; ``kwargs`` go to the threaded engine (thread counts, bound)."""
+    if kind == "naive":
+        return NaiveEngine()
+    use_ext = kind == "threaded-cython"
+    if use_ext and not _cython_available():
+        pytest.skip("Cython engine core not built (python setup.py build_ext --inplace)")
+    return ThreadedEnginePerDevice(use_ext=use_ext, **kwargs)
