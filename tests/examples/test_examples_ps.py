@@ -1,0 +1,75 @@
+"""The parameter-server examples run under mpiexec (loopback only, hard timeouts) and do what they say.
+
+Skipped without mpi4py or mpiexec.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+try:
+    import mpi4py  # noqa: F401
+    HAVE_MPI4PY = True
+except ImportError:
+    HAVE_MPI4PY = False
+
+pytestmark = pytest.mark.skipif(not (HAVE_MPI4PY and MPIEXEC),
+                                reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+
+
+def mpirun(example, workers, servers, *args, timeout=90):
+    """Run ``examples/<example>`` on ``workers + servers`` loopback ranks; return stdout (rc 0)."""
+    env = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT), MXREF_NUM_SERVERS=str(servers),
+               MXREF_KV_TIMEOUT="30")
+    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(workers + servers),
+           sys.executable, str(ROOT / "examples" / example), *map(str, args)]
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize("workers,servers,updater", [(2, 1, "custom"), (3, 2, "sgd")])
+def test_gradient_descent_matches_single_machine(workers, servers, updater):
+    """Every worker ends with the single-machine gradient-descent weight, through a pickled custom
+    updater (set_updater) or a server-side SGD (set_optimizer), with one or two servers."""
+    out = mpirun("ps_gradient_descent.py", workers, servers, "--steps", 8, "--updater", updater)
+    rows = re.findall(r"worker (\d) of (\d): loss ([\d.]+) -> ([\d.]+) .* = ([\d.e+-]+)", out)
+    assert sorted(r[:2] for r in rows) == [(str(r), str(workers)) for r in range(workers)], out
+    for _, _, before, after, diff in rows:
+        assert float(after) < 0.01 * float(before) and float(diff) < 1e-4, out
+
+
+def test_straggler_comparison(tmp_path):
+    """Sync, async and ssp runs all apply every gradient; worker 0 finishes first under async
+    (the straggler does not hold it back); the CSV has every mode's trace."""
+    out_prefix = tmp_path / "straggler"
+    out = mpirun("ps_straggler.py", 3, 1, "--steps", 12, "--delay", 0.05, "--csv", "--out", out_prefix)
+    done = {m: float(t) for m, t in re.findall(r"^(dist_\S+)\s+([\d.]+)\s", out, re.M)}
+    assert set(done) == {"dist_sync", "dist_async", "dist_ssp:2"}, out
+    # sync waits for 12 straggler sleeps of 0.05 s; async worker 0 needs none of them.
+    assert done["dist_sync"] > 0.5 and done["dist_async"] < 0.5 * done["dist_sync"], out
+    lines = (tmp_path / "straggler.csv").read_text().splitlines()
+    assert lines[0] == "kvstore,seconds,gradients_applied,loss"
+    for mode in done:
+        trace = [row.split(",") for row in lines[1:] if row.startswith(mode + ",")]
+        assert len(trace) == 13, (mode, trace)                 # the start and one row per step
+        losses = [float(r[3]) for r in trace]
+        assert losses[-1] < 0.1 * losses[0], (mode, losses)
+    sync = [int(r.split(",")[2]) for r in lines[1:] if r.startswith("dist_sync,")]
+    assert sync == [3 * i for i in range(13)], sync             # a sync round applies all 3 gradients
+
+
+def test_lenet_data_parallel():
+    """Two workers + one server train LeNet with Module.fit on their shards: both hold the same
+    model (same validation accuracy) and it has learned."""
+    out = mpirun("ps_lenet.py", 2, 1, "--num-epochs", 2, timeout=150)
+    acc = dict(re.findall(r"worker (\d) of 2: .* validation accuracy ([\d.]+)", out))
+    assert set(acc) == {"0", "1"} and acc["0"] == acc["1"], out
+    assert float(acc["0"]) > 0.6, out
