@@ -202,3 +202,18 @@ def test_training_survives_a_killed_worker(tmp_path):
             assert len(got.files) == 4
             for k in want.files:
                 assert np.array_equal(got[k], want[k]), (name, r, k)
+
+
+@needs_mpi
+def test_straggler_experiment_bsp_over_servers_equals_bsp_over_allreduce(tmp_path):
+    """examples/straggler.py (tiny): with a slowed worker, BSP over a parameter server and BSP over
+    allreduce take the same steps, so their loss curves agree step by step."""
+    csv = tmp_path / "curves.csv"
+    proc = _run([sys.executable, "examples/straggler.py", "--modes", "dist_sync", "dist_sync_allreduce",
+                 "--workers", "2", "--steps", "8", "--delay", "0.01", "--out", str(csv)], 200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split(",") for line in csv.read_text().splitlines()[1:]]
+    curves = {m: [float(r[3]) for r in rows if r[0] == m] for m in ("dist_sync", "dist_sync_allreduce")}
+    assert len(curves["dist_sync"]) == 8 and np.allclose(curves["dist_sync"], curves["dist_sync_allreduce"],
+                                                         rtol=1e-5)
+    assert curves["dist_sync"][-1] < curves["dist_sync"][0]
