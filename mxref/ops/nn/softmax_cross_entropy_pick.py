@@ -1,0 +1,78 @@
+"""_softmax_cross_entropy_pick: ``-log_softmax(data)[label]`` along ``axis`` in one kernel (Gluon's loss).
+
+Math (``p = softmax(x)`` along ``axis``, ``l`` the class index of each row, clipped as ``pick``)::
+
+    loss = -(x[l] - max - log sum exp(x - max))          dx = g * (p - onehot(l)),   dlabel = 0
+
+``gluon.loss.SoftmaxCrossEntropyLoss`` called imperatively takes this instead of the four
+operators ``log_softmax``, ``pick``, ``negative`` and ``mean``: one engine operation forward and
+one backward (``_backward_softmax_cross_entropy_pick`` takes ``(ograd, data, label)`` and
+recomputes ``p``, cheaper than keeping it). Not an MXNet operator: traced graphs keep the four.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...base import MXNetError
+from ...symbol.graph import NodeEntry, make_node
+from ..registry import OpDef, Param, assign, register
+from .softmax import softmax_into
+
+PARAMS = {"axis": Param("int", -1, doc="The class axis.")}
+
+
+def _rows(p, data: np.ndarray, label: np.ndarray):
+    """The class axis and each row's class index, shaped to broadcast against ``data``."""
+    axis = p["axis"] % data.ndim
+    kept = tuple(1 if i == axis else d for i, d in enumerate(data.shape))
+    idx = np.clip(label.astype(np.int64), 0, data.shape[axis] - 1)
+    return axis, idx.reshape(kept)
+
+
+def _forward(octx, p, inputs, outputs, req):
+    data, label = inputs
+    axis, idx = _rows(p, data, label)
+    logp = np.empty(data.shape, data.dtype)
+    softmax_into(data, axis, logp, log=True)
+    assign(outputs[0], req[0], -np.take_along_axis(logp, idx, axis).reshape(outputs[0].shape))
+
+
+def _backward(octx, p, inputs, outputs, req):
+    g, data, label = inputs
+    axis, idx = _rows(p, data, label)
+    grad = np.empty(data.shape, data.dtype)
+    softmax_into(data, axis, grad)
+    hit = np.take_along_axis(grad, idx, axis)
+    np.put_along_axis(grad, idx, hit - 1, axis)          # one class per row: no collisions
+    grad *= np.expand_dims(g, axis)
+    assign(outputs[0], req[0], grad)
+    assign(outputs[1], req[1], 0)
+
+
+def _shape(p, in_shapes):
+    data, label = in_shapes
+    if data is None:
+        return list(in_shapes), [None]
+    if not -len(data) <= p["axis"] < len(data):
+        raise MXNetError(f"_softmax_cross_entropy_pick: axis {p['axis']} out of range for data {data}")
+    axis = p["axis"] % len(data)
+    out = tuple(d for i, d in enumerate(data) if i != axis)
+    if label is not None and int(np.prod(label)) != int(np.prod(out)):
+        raise MXNetError(f"_softmax_cross_entropy_pick: label shape {tuple(label)} does not match data "
+                         f"{tuple(data)} without axis {axis}")
+    return [data, label if label is not None else out], [out]
+
+
+def _gradient(node, ograds):
+    n = make_node("_backward_softmax_cross_entropy_pick", [ograds[0], *node.inputs],
+                  node.name + "_backward", params=node.params)
+    return [NodeEntry(n, 0, 0), NodeEntry(n, 1, 0)]
+
+
+register(OpDef("_softmax_cross_entropy_pick", _forward, arguments=("data", "label"), params=PARAMS,
+               infer_shape=_shape, infer_type=lambda p, t: (list(t), [t[0]]), gradient=_gradient,
+               doc=__doc__))
+register(OpDef("_backward_softmax_cross_entropy_pick", _backward, arguments=("ograd", "data", "label"),
+               params=PARAMS, outputs=("data_grad", "label_grad"),
+               infer_shape=lambda p, s: (list(s), [s[1], s[2]]),
+               infer_type=lambda p, t: (list(t), [t[1], t[2]])))

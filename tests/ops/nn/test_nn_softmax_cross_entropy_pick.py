@@ -1,0 +1,52 @@
+"""_softmax_cross_entropy_pick: fused -log_softmax[label] equals log_softmax + pick, value and gradient."""
+import numpy as np
+import pytest
+from nn_check import check_gradient, forward, grads
+
+from mxref.base import MXNetError
+from mxref.ops import registry
+
+OP = registry.get("_softmax_cross_entropy_pick")
+
+
+def reference(x, label, axis):
+    logp = x - x.max(axis=axis, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(axis=axis, keepdims=True))
+    idx = np.clip(label.astype(int), 0, x.shape[axis] - 1)
+    return -np.take_along_axis(logp, np.expand_dims(idx, axis), axis).squeeze(axis)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_forward_matches_log_softmax_pick(rng, axis):
+    """Each row's loss is -log softmax at its label; out-of-range labels clip as pick does."""
+    x = rng.standard_normal((6, 5)).astype(np.float32) * 3
+    n = x.shape[1 - (axis % 2)]
+    label = rng.integers(0, x.shape[axis], n).astype(np.float32)
+    label[0] = 99
+    (out,) = forward("_softmax_cross_entropy_pick", [x, label], axis=axis)
+    assert out.shape == (n,) and out.dtype == np.float32
+    np.testing.assert_allclose(out, reference(x, label, axis), rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_is_softmax_minus_one_hot(rng):
+    """d/dx = g * (softmax(x) - onehot(label)), checked numerically; the label gets zeros."""
+    x = rng.standard_normal((4, 3))
+    label = np.array([2, 0, 1, 1], np.float64)
+    check_gradient("_softmax_cross_entropy_pick", [x, label], wrt=[0])
+    g = rng.standard_normal(4)
+    dx, dlabel = grads("_softmax_cross_entropy_pick", [x, label], [g])
+    p = np.exp(x) / np.exp(x).sum(1, keepdims=True)
+    p[np.arange(4), label.astype(int)] -= 1
+    np.testing.assert_allclose(dx, p * g[:, None], rtol=1e-10)
+    np.testing.assert_array_equal(dlabel, 0)
+
+
+def test_shapes_and_errors():
+    """The output drops the class axis; a label of another size or a bad axis names the operator."""
+    p = OP.parse_params({})
+    assert OP.infer_shape(p, [(8, 10), None]) == ([(8, 10), (8,)], [(8,)])
+    assert OP.infer_shape(p, [(8, 10), (8, 1)])[1] == [(8,)]
+    with pytest.raises(MXNetError, match="_softmax_cross_entropy_pick: label shape"):
+        OP.infer_shape(p, [(8, 10), (7,)])
+    with pytest.raises(MXNetError, match="axis 2 out of range"):
+        OP.infer_shape(OP.parse_params({"axis": 2}), [(8, 10), None])
