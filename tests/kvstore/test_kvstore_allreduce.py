@@ -217,3 +217,21 @@ def test_straggler_experiment_bsp_over_servers_equals_bsp_over_allreduce(tmp_pat
     assert len(curves["dist_sync"]) == 8 and np.allclose(curves["dist_sync"], curves["dist_sync_allreduce"],
                                                          rtol=1e-5)
     assert curves["dist_sync"][-1] < curves["dist_sync"][0]
+
+
+def _misordered():
+    kv = mx.kv.create("dist_sync_allreduce")
+    kv.init([0, 1], [mx.nd.zeros((2,)), mx.nd.zeros((3,))])
+    order = [0, 1] if kv.rank == 0 else [1, 0]
+    for k in order:
+        kv.push(k, mx.nd.ones((2,) if k == 0 else (3,)))
+    out = mx.nd.zeros((2,))
+    kv.pull(0, out=out)
+    out.asnumpy()
+
+
+def test_keys_pushed_in_different_orders_raise(naive):
+    """Collectives match by position: workers pushing keys of different sizes in different orders
+    get an MXNetError from the collective's agreement check instead of a hang or a mixed sum."""
+    with pytest.raises(mx.MXNetError, match="disagree"):
+        collective.run_local(2, _misordered)
