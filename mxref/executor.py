@@ -167,7 +167,10 @@ class Executor:
             if tuple(g.shape) != head.shape:
                 raise MXNetError(f"backward: head gradient {i} has shape {tuple(g.shape)}, output "
                                  f"{i} has shape {head.shape}")
-            head[:] = g
+            if isinstance(g, NDArray):
+                g.copyto(head)      # one engine push; ``head[:] = g`` takes the general indexing path
+            else:
+                head[:] = g
         self._run(self._bwd_segments, self._bwd_ops, bool(is_train))
 
     def _run(self, segments, ops, is_train: bool) -> None:

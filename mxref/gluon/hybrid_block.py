@@ -66,8 +66,13 @@ class _ExecEntry:
 
     def run_forward(self, data) -> List[NDArray]:
         ex = self.executor
+        arg_dict = ex.arg_dict
         for name, x in zip(self.data_names, data):
-            ex.arg_dict[name][:] = x
+            dst = arg_dict[name]
+            if isinstance(x, NDArray) and x.shape == dst.shape:
+                x.copyto(dst)       # one engine push, no indexing
+            else:
+                dst[:] = x
         ex.forward(is_train=autograd.is_training())
         # Copies: the executor overwrites its outputs on the next call.
         return [o.copy() for o in ex.outputs]
