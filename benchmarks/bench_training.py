@@ -1,0 +1,229 @@
+"""Training throughput: samples/s of full SGD steps for an MLP and LeNet-5, mxref vs MXNet 1.9.1 vs PyTorch.
+
+A step is forward, backward and the SGD update (learning rate 0.01, momentum 0.9) on a fixed
+synthetic batch:
+
+* MLP 784-512-512-10 (ReLU), batch 128;
+* LeNet-5 on 1x28x28 (conv5x5x20, tanh, maxpool2, conv5x5x50, tanh, maxpool2, fc500, tanh, fc10), batch 64.
+
+Systems, each in its own subprocess with the same thread count ``T`` (``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` = T, ``torch.set_num_threads(T)``,
+``MXNET_CPU_WORKER_NTHREADS`` = 1, threaded engine):
+
+* ``mxref-module`` / ``mxnet-module``: ``mx.mod.Module`` on the symbol with ``SoftmaxOutput``,
+  ``forward(batch, is_train=True)``, ``backward()``, ``update()``;
+* ``mxref-hybrid`` / ``mxnet-hybrid``: a ``HybridSequential`` hybridized with
+  ``static_alloc=True, static_shape=True``, ``SoftmaxCrossEntropyLoss``, ``autograd.record()``,
+  ``backward()``, ``Trainer.step(batch)``;
+* ``mxref-imperative``: the same Gluon code, not hybridized;
+* ``torch``: eager ``nn.Sequential``, ``CrossEntropyLoss``, ``torch.optim.SGD``.
+
+The same script body drives mxref and MXNet (both speak MXNet 1.x Python). Each worker times
+``--repeats`` blocks of ``--iters`` steps after a warm-up and ``waitall`` at the end of each block;
+the table gives the median and the ratios of every system to MXNet 1.9.1's same API.
+
+Run::
+
+    .venv/bin/python benchmarks/bench_training.py                      # both models, T=2, wall clock
+    .venv/bin/python benchmarks/bench_training.py --models mlp --clock cpu --rounds 3
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MXREF = os.path.join(ROOT, ".venv", "bin", "python")
+MXNET = os.environ.get("MXNET191_PYTHON", "/work/venvs/mxnet191/bin/python")
+TORCH = os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python")
+SYSTEMS = {"mxref-module": MXREF, "mxref-hybrid": MXREF, "mxref-imperative": MXREF,
+           "mxnet-module": MXNET, "mxnet-hybrid": MXNET, "torch": TORCH}
+BATCH = {"mlp": 128, "lenet": 64}
+SHAPE = {"mlp": (784,), "lenet": (1, 28, 28)}
+ITERS = {"mlp": 20, "lenet": 5}
+SGD = {"learning_rate": 0.01, "momentum": 0.9}
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = time.perf_counter
+
+
+def _time(step, sync, iters, repeats, batch):
+    for _ in range(3):
+        step()
+    sync()
+    rates = []
+    for _ in range(repeats):
+        t0 = _clock()
+        for _ in range(iters):
+            step()
+        sync()
+        rates.append(batch * iters / (_clock() - t0))
+    return rates
+
+
+def _data(model):
+    import numpy as np  # noqa: PLC0415
+    rng = np.random.RandomState(0)
+    batch = BATCH[model]
+    return (rng.normal(0, 1, (batch,) + SHAPE[model]).astype("float32"),
+            rng.randint(0, 10, batch).astype("float32"))
+
+
+def symbol_net(sym, model):
+    """The model as MXNet 1.x symbol code, ending in ``SoftmaxOutput`` (``Module``'s fused loss)."""
+    h = sym.Variable("data")
+    if model == "mlp":
+        for i, n in enumerate((512, 512)):
+            h = sym.Activation(sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"), act_type="relu")
+        return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc3"), name="softmax")
+    for i, nf in enumerate((20, 50)):
+        h = sym.Convolution(h, kernel=(5, 5), num_filter=nf, name=f"conv{i + 1}")
+        h = sym.Activation(h, act_type="tanh")
+        h = sym.Pooling(h, pool_type="max", kernel=(2, 2), stride=(2, 2))
+    h = sym.Activation(sym.FullyConnected(sym.Flatten(h), num_hidden=500, name="fc1"), act_type="tanh")
+    return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc2"), name="softmax")
+
+
+def gluon_net(gluon, model):
+    """The same model as a ``HybridSequential`` producing logits."""
+    nn = gluon.nn
+    net = nn.HybridSequential()
+    with net.name_scope():
+        if model == "mlp":
+            net.add(nn.Dense(512, activation="relu"), nn.Dense(512, activation="relu"), nn.Dense(10))
+        else:
+            net.add(nn.Conv2D(20, 5, activation="tanh"), nn.MaxPool2D(2, 2),
+                    nn.Conv2D(50, 5, activation="tanh"), nn.MaxPool2D(2, 2),
+                    nn.Flatten(), nn.Dense(500, activation="tanh"), nn.Dense(10))
+    return net
+
+
+def run_module(mx, model, iters, repeats):
+    x, y = _data(model)
+    batch = BATCH[model]
+    mod = mx.mod.Module(symbol_net(mx.sym, model), context=mx.cpu())
+    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", y.shape)])
+    mod.init_params(initializer=mx.init.Xavier())
+    mod.init_optimizer(optimizer="sgd", optimizer_params=dict(SGD, rescale_grad=1.0 / batch))
+    data_batch = mx.io.DataBatch(data=[mx.nd.array(x)], label=[mx.nd.array(y)])
+
+    def step():
+        mod.forward(data_batch, is_train=True)
+        mod.backward()
+        mod.update()
+    return _time(step, mx.nd.waitall, iters, repeats, batch)
+
+
+def run_gluon(mx, model, iters, repeats, hybridize):
+    x, y = _data(model)
+    batch = BATCH[model]
+    net = gluon_net(mx.gluon, model)
+    net.initialize(mx.init.Xavier())
+    if hybridize:
+        net.hybridize(static_alloc=True, static_shape=True)
+    loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", SGD)
+    data, label = mx.nd.array(x), mx.nd.array(y)
+
+    def step():
+        with mx.autograd.record():
+            loss = loss_fn(net(data), label)
+        loss.backward()
+        trainer.step(batch)
+    return _time(step, mx.nd.waitall, iters, repeats, batch)
+
+
+def run_torch(model, iters, repeats, threads):
+    import torch  # noqa: PLC0415
+    torch.set_num_threads(threads)
+    nn = torch.nn
+    if model == "mlp":
+        net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                            nn.Linear(512, 10))
+    else:
+        net = nn.Sequential(nn.Conv2d(1, 20, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.Tanh(),
+                            nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.Tanh(), nn.Linear(500, 10))
+    x, y = _data(model)
+    x, y = torch.from_numpy(x), torch.from_numpy(y).long()
+    loss_fn = nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(net.parameters(), lr=SGD["learning_rate"], momentum=SGD["momentum"])
+
+    def step():
+        opt.zero_grad()
+        loss_fn(net(x), y).backward()
+        opt.step()
+    return _time(step, lambda: None, iters, repeats, BATCH[model])
+
+
+def worker(args) -> None:
+    global _clock
+    _clock = CLOCK[args.clock]
+    if args.worker == "torch":
+        print(json.dumps(run_torch(args.model, args.iters, args.repeats, args.threads)))
+        return
+    if args.worker.startswith("mxref"):
+        sys.path.insert(0, ROOT)
+        import mxref as mx  # noqa: PLC0415
+    else:
+        import mxnet as mx  # noqa: PLC0415
+    api = args.worker.split("-")[1]
+    if api == "module":
+        rates = run_module(mx, args.model, args.iters, args.repeats)
+    else:
+        rates = run_gluon(mx, args.model, args.iters, args.repeats, hybridize=api == "hybrid")
+    print(json.dumps(rates))
+
+
+def measure(system, model, threads, iters, repeats, clock="wall"):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads), MXNET_CPU_WORKER_NTHREADS="1",
+               MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
+    cmd = [SYSTEMS[system], os.path.abspath(__file__), "--worker", system, "--model", model,
+           "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats), "--clock", clock]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", default=["mlp", "lenet"], choices=sorted(BATCH))
+    parser.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=list(SYSTEMS))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=0, help="steps per timed block (default per model)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the systems this many times")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="'cpu' divides by the process's CPU time (all its threads): steadier than "
+                             "wall time on a shared machine, fair only when no thread spins idle")
+    parser.add_argument("--worker", choices=list(SYSTEMS), help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        args.iters = args.iters or ITERS[args.model]
+        worker(args)
+        return
+    print(f"training samples/s ({args.clock} clock), {args.threads} thread(s), median of "
+          f"{args.repeats} x {args.rounds} blocks")
+    print(f"{'model':6} {'system':17} {'samples/s':>10} {'min':>8} {'max':>8} | "
+          f"{'/ mxnet-module':>14} {'/ mxnet-hybrid':>14}")
+    for model in args.models:
+        rates = {s: [] for s in args.systems}
+        for _ in range(args.rounds):
+            for s in args.systems:
+                rates[s] += measure(s, model, args.threads, args.iters or ITERS[model], args.repeats,
+                                    args.clock)
+        med = {s: statistics.median(r) for s, r in rates.items()}
+        for s in args.systems:
+            ratios = [f"{med[s] / med[ref]:13.2f}x" if ref in med else f"{'':14}"
+                      for ref in ("mxnet-module", "mxnet-hybrid")]
+            print(f"{model:6} {s:17} {med[s]:10.0f} {min(rates[s]):8.0f} {max(rates[s]):8.0f} | "
+                  + " ".join(ratios))
+
+
+if __name__ == "__main__":
+    main()
