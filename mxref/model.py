@@ -134,7 +134,9 @@ def _initialize_kvstore(kvstore, param_arrays: List[List[nd.NDArray]], arg_param
             kvstore.broadcast(name, arg_params[name], out=param_on_devs)
             continue
         kvstore.init(name, arg_params[name])
-        if update_on_kvstore:
+        # An allreduce store broadcasts rank 0's value at init; pull it so every worker starts
+        # from the same weights even when updates run on the workers.
+        if update_on_kvstore or getattr(kvstore, "type", "") == "dist_sync_allreduce":
             kvstore.pull(name, out=param_on_devs, priority=-idx)
 
 
