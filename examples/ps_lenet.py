@@ -11,23 +11,16 @@ Every batch each worker pushes its gradients and pulls the weights, so all worke
 model: they print the same validation accuracy.
 """
 import argparse
+import os
+import sys
 
 import numpy as np
 
 import mxref as mx
 from mxref.io import DigitsIter, load_digits
 
-
-def lenet_symbol(num_classes: int = 10):
-    """Two 3x3 conv + relu + 2x2 max-pool stages (16, 32 filters), then fc 64 and fc num_classes."""
-    h = mx.sym.Variable("data")
-    for i, filters in enumerate((16, 32), start=1):
-        h = mx.sym.Convolution(h, kernel=(3, 3), pad=(1, 1), num_filter=filters, name=f"conv{i}")
-        h = mx.sym.Activation(h, act_type="relu", name=f"relu{i}")
-        h = mx.sym.Pooling(h, kernel=(2, 2), stride=(2, 2), pool_type="max", name=f"pool{i}")
-    h = mx.sym.Activation(mx.sym.FullyConnected(mx.sym.flatten(h), num_hidden=64, name="fc1"),
-                          act_type="relu", name="relu3")
-    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(h, num_hidden=num_classes, name="fc2"), name="softmax")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from module_lenet import lenet_symbol  # noqa: E402 - the very network of the one-process example
 
 
 def main(argv=None) -> float:
