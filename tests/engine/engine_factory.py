@@ -28,4 +28,7 @@ def make_engine(kind, **kwargs):
     use_ext = kind == "threaded-cython"
     if use_ext and not _cython_available():
         pytest.skip("Cython engine core not built (python setup.py build_ext --inplace)")
+    # Two CPU workers (the default is one, as MXNet's): the tests check that independent ops
+    # really overlap.
+    kwargs.setdefault("cpu_worker_nthreads", 2)
     return ThreadedEnginePerDevice(use_ext=use_ext, **kwargs)
