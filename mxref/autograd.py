@@ -54,6 +54,7 @@ _NOT_IN_GRAPH = ("Cannot differentiate node because it is not in a computational
 
 class _RecordingState(threading.local):
     is_recording = False
+    storing_grads = False   # inside backward(), which overwrites every variable's .grad anyway
 
 
 _state = _RecordingState()
@@ -442,7 +443,11 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
     train_mode : bool
         Run the backward operators in training mode.
     """
-    xs, values, _, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
+    prev, _state.storing_grads = _state.storing_grads, True
+    try:
+        xs, values, _, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
+    finally:
+        _state.storing_grads = prev
     with pause():
         for x, v in zip(xs, values):
             saved = x.extra["ag"]
@@ -452,8 +457,21 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
                                  f"buffer has shape {g._shape}")
             if saved.grad_req == "add":
                 _imperative.invoke_name("elemwise_add", [g, v], {}, out=g)
-            else:
+            elif not _same_buffer(v, g):    # a hybridized block may have written .grad itself
                 _imperative.invoke_name("_copy", [v], {}, out=g)
+
+
+def _same_buffer(a: NDArray, b: NDArray) -> bool:
+    return a is b or (a._chunk is b._chunk and a._offset == b._offset and a._shape == b._shape)
+
+
+def _storing_grads() -> bool:
+    """Whether the gradients now computed go to the variables' ``.grad`` (``backward``, not ``grad``).
+
+    A hybridized block's executor may then write a parameter's gradient straight into its ``.grad``
+    buffer instead of into a buffer of its own that ``backward`` would copy over.
+    """
+    return _state.storing_grads
 
 
 def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Sequence[NDArray]],
@@ -476,8 +494,12 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
         raise MXNetError("grad: variables cannot be an empty list")
     if retain_graph is None:
         retain_graph = create_graph
-    _, values, produced, grads = _differentiate(heads, head_grads, variables, retain_graph,
-                                                create_graph, train_mode)
+    prev, _state.storing_grads = _state.storing_grads, False
+    try:
+        _, values, produced, grads = _differentiate(heads, head_grads, variables, retain_graph,
+                                                    create_graph, train_mode)
+    finally:
+        _state.storing_grads = prev
     out = []
     with _scope(create_graph, None):
         for v, g in zip(values, grads):

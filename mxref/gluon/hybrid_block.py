@@ -26,6 +26,9 @@ from .parameter import DeferredInitializationError, Parameter, ParameterDict
 __all__ = ["HybridBlock", "SymbolBlock"]
 
 _MAX_SIGNATURES = 16   # input signatures whose executors a HybridBlock keeps
+# id of a Parameter's gradient buffer -> busy executors that write it directly. Only one may:
+# two recorded calls sharing a parameter each need a buffer of their own for autograd to sum.
+_claimed: Dict[int, int] = {}
 
 
 class _CachedCall(autograd.Function):
@@ -34,7 +37,7 @@ class _CachedCall(autograd.Function):
     def __init__(self, entry: "_ExecEntry"):
         super().__init__()
         self.entry = entry
-        entry.busy = True
+        entry.acquire()
         # NOTE: the executor's buffers hold this call's forward values until its backward has run
         # (or the recorded graph is dropped); another call meanwhile binds a second executor.
         weakref.finalize(self, entry.release)
@@ -44,6 +47,8 @@ class _CachedCall(autograd.Function):
 
     def backward(self, *ograds):
         entry = self.entry
+        if entry.direct and not autograd._storing_grads():
+            return entry.backward_sparing_grads(ograds)
         entry.executor.backward(list(ograds), is_train=True)
         return entry.input_grads()
 
@@ -52,17 +57,46 @@ class _ExecEntry:
     """An executor bound to one input signature, with what a call needs to use it."""
 
     def __init__(self, executor, data_names: List[str], grad_names: List[str],
-                 grad_params: List[Parameter]):
+                 grad_params: List[Parameter], direct: List[NDArray]):
         self.executor = executor
         self.data_names = data_names
         self.grad_names = grad_names          # the data inputs then the parameters taking a gradient
         self.grad_params = grad_params
+        # Parameters' .grad buffers bound as the executor's own gradient arrays: under backward()
+        # the executor writes them and autograd has nothing left to copy.
+        self.direct = direct
         self.num_data = len(data_names)
         self.busy = False
         self._zeros: Dict[str, NDArray] = {}
 
+    def usable(self) -> bool:
+        return not self.busy and not any(_claimed.get(id(g)) for g in self.direct)
+
+    def acquire(self) -> None:
+        self.busy = True
+        for g in self.direct:
+            _claimed[id(g)] = _claimed.get(id(g), 0) + 1
+
     def release(self) -> None:
+        if not self.busy:
+            return
         self.busy = False
+        for g in self.direct:
+            if _claimed[id(g)] == 1:
+                del _claimed[id(g)]
+            else:
+                _claimed[id(g)] -= 1
+
+    def backward_sparing_grads(self, ograds) -> List[NDArray]:
+        """Backward for ``autograd.grad``, which must leave ``.grad`` as it was: the gradients
+        the executor writes into the direct buffers are returned as copies and the buffers restored."""
+        saved = [g.copy() for g in self.direct]
+        self.executor.backward(list(ograds), is_train=True)
+        direct = {id(g) for g in self.direct}
+        out = [g.copy() if id(g) in direct else g for g in self.input_grads()]
+        for keep, g in zip(saved, self.direct):
+            keep.copyto(g)
+        return out
 
     def run_forward(self, data) -> List[NDArray]:
         ex = self.executor
@@ -207,9 +241,10 @@ class HybridBlock(Block):
         needs_grad = tuple(recording and autograd._live_entry(x) is not None for x in flat)
         # The parameters' arrays are part of the key: re-initialization or cast makes new ones.
         key = (tuple((x.shape, x.dtype) for x in flat), ctx, recording, needs_grad,
-               tuple(id(p._data.get(ctx)) if p._data else 0 for p in params.values()))
+               tuple(id(p._data.get(ctx)) if p._data else 0 for p in params.values()),
+               tuple(id(p._grad.get(ctx)) if p._grad else 0 for p in params.values()))
         for entry in self._cached_execs.get(key, ()):
-            if not entry.busy:
+            if entry.usable():
                 return entry
         data_names = [i.name for i in inputs]
         arg_arrays, grads, reqs = {}, {}, {}
@@ -217,7 +252,7 @@ class HybridBlock(Block):
             arg_arrays[name] = nd.zeros(x.shape, ctx, x.dtype)
             if wants:
                 grads[name] = nd.zeros(x.shape, ctx, x.dtype)
-        grad_names, grad_params = list(data_names), []
+        grad_names, grad_params, direct = list(data_names), [], []
         for name in out.list_arguments():
             if name in arg_arrays:
                 continue
@@ -226,7 +261,12 @@ class HybridBlock(Block):
             p = params[name]
             arg_arrays[name] = p.data(ctx)
             if recording and p.grad_req != "null":
-                grads[name] = nd.zeros(p.shape, ctx, p.dtype)
+                pgrad = p.grad(ctx)
+                if p.grad_req == "write" and not _claimed.get(id(pgrad)):
+                    grads[name] = pgrad
+                    direct.append(pgrad)
+                else:
+                    grads[name] = nd.zeros(p.shape, ctx, p.dtype)
                 reqs[name] = "write"
                 grad_names.append(name)
                 grad_params.append(p)
@@ -234,7 +274,7 @@ class HybridBlock(Block):
             reqs[name] = "write" if name in grads else "null"
         aux = {name: params[name].data(ctx) for name in out.list_auxiliary_states()}
         executor = _bind(out, ctx, arg_arrays, grads or None, reqs, aux)
-        entry = _ExecEntry(executor, data_names, grad_names, grad_params)
+        entry = _ExecEntry(executor, data_names, grad_names, grad_params, direct)
         self._evict_signatures()
         self._cached_execs.setdefault(key, []).append(entry)
         return entry
