@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["DataDesc", "DataBatch", "DataIter"]
+__all__ = ["DataDesc", "DataBatch", "DataIter", "WrappingIter"]
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -154,3 +154,28 @@ class DataIter:
     def getpad(self) -> int:
         """Number of filler examples at the end of the current batch."""
         raise NotImplementedError(f"{type(self).__name__}.getpad")
+
+
+class WrappingIter(DataIter):
+    """Base of iterators built on other iterators: ``iter_next`` stores a whole ``DataBatch`` in
+    ``current_batch`` and every accessor reads it (``ResizeIter``, ``PrefetchingIter``)."""
+
+    current_batch: DataBatch = None
+
+    def next(self) -> DataBatch:
+        """The stored batch itself, so fields such as ``bucket_key`` survive."""
+        if self.iter_next():
+            return self.current_batch
+        raise StopIteration
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self) -> int:
+        return self.current_batch.pad

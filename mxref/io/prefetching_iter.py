@@ -6,7 +6,7 @@ import threading
 from typing import Dict, List, Optional
 
 from ..base import MXNetError
-from .base import DataBatch, DataDesc, DataIter
+from .base import DataBatch, DataDesc, DataIter, WrappingIter
 
 __all__ = ["PrefetchingIter"]
 
@@ -54,7 +54,7 @@ class _Prefetcher:
         self.requests.put(_STOP)
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(WrappingIter):
     """Prefetch batches of one or more iterators on background threads.
 
     Each inner iterator gets its own thread, which reads batch ``k+1`` while the caller works on
@@ -159,23 +159,6 @@ class PrefetchingIter(DataIter):
         for w in self._workers:
             w.request()
         return True
-
-    def next(self) -> DataBatch:
-        if self.iter_next():
-            return self.current_batch
-        raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self) -> int:
-        return self.current_batch.pad
 
     def close(self) -> None:
         """Stop the worker threads (they are daemons, so forgetting this never blocks exit)."""

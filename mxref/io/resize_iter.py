@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from ..base import MXNetError
-from .base import DataBatch, DataIter
+from .base import DataBatch, DataIter, WrappingIter
 
 __all__ = ["ResizeIter"]
 
 
-class ResizeIter(DataIter):
+class ResizeIter(WrappingIter):
     """Give ``data_iter`` an epoch of exactly ``size`` batches.
 
     When the inner iterator runs out first it is reset and iteration continues from its start;
@@ -66,21 +66,3 @@ class ResizeIter(DataIter):
                 raise MXNetError("ResizeIter: the inner iterator yields no batch at all") from None
         self.cur += 1
         return True
-
-    def next(self) -> DataBatch:
-        """The inner iterator's batch itself (keeping its ``index``, ``bucket_key``, ...)."""
-        if self.iter_next():
-            return self.current_batch
-        raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self) -> int:
-        return self.current_batch.pad
