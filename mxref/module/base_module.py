@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import List, Optional
 
 import numpy as np
@@ -285,9 +286,22 @@ class BaseModule:
     # -- parameters --------------------------------------------------------------------------
     def set_params(self, arg_params, aux_params, allow_missing: bool = False, force_init: bool = True,
                    allow_extra: bool = False) -> None:
-        """Assign parameter values (``init_params`` with these values and ``force_init``)."""
-        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                         allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
+        """Assign parameter values (before or after ``init_params``).
+
+        Without ``allow_missing`` this is ``init_params`` with these values; with it, the given
+        values are written over the current ones (subclasses say where, in ``_assign_params``).
+        """
+        if not allow_missing or not hasattr(self, "_assign_params"):
+            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
+                             allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
+            return
+        if self.params_initialized and not force_init:
+            warnings.warn("Parameters already initialized and force_init=False. set_params call "
+                          "ignored.", stacklevel=2)
+            return
+        self._assign_params(arg_params, aux_params, force_init, allow_extra)
+        self._params_dirty = True
+        self.params_initialized = True
 
     def save_params(self, fname: str) -> None:
         """Write the parameters to ``fname`` in MXNet's format (``arg:``/``aux:`` keys)."""

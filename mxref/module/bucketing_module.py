@@ -9,7 +9,6 @@ memory. The default key should therefore be the largest bucket.
 from __future__ import annotations
 
 import logging
-import warnings
 from typing import Callable, Dict, Optional
 
 import numpy as np
@@ -171,21 +170,10 @@ class BucketingModule(BaseModule):
         self._params_dirty = False
         return params
 
-    def set_params(self, arg_params, aux_params, allow_missing: bool = False, force_init: bool = True,
-                   allow_extra: bool = False) -> None:
-        """Assign parameter values (shared by every bucket)."""
-        if not allow_missing:
-            self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params,
-                             allow_missing=allow_missing, force_init=force_init, allow_extra=allow_extra)
-            return
-        if self.params_initialized and not force_init:
-            warnings.warn("Parameters already initialized and force_init=False. set_params call "
-                          "ignored.", stacklevel=2)
-            return
-        self._curr_module.set_params(arg_params, aux_params, allow_missing=allow_missing,
+    def _assign_params(self, arg_params, aux_params, force_init: bool, allow_extra: bool) -> None:
+        """``set_params(..., allow_missing=True)``: the current bucket's arrays, shared by all buckets."""
+        self._curr_module.set_params(arg_params, aux_params, allow_missing=True,
                                      force_init=force_init, allow_extra=allow_extra)
-        self._params_dirty = True
-        self.params_initialized = True
 
     def init_params(self, initializer=Uniform(0.01), arg_params=None, aux_params=None,
                     allow_missing: bool = False, force_init: bool = False, allow_extra: bool = False) -> None:
