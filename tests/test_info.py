@@ -20,6 +20,7 @@ def test_info_reports_versions_engine_and_storage():
 def test_info_says_why_pure_python_is_used():
     """With MXREF_ENABLE_EXT=0 every extension row names the flag as the reason."""
     env = dict(os.environ, MXREF_ENABLE_EXT="0")
+    env.pop("MXREF_ENFORCE_EXT", None)   # the two flags together are a (tested) configuration error
     out = subprocess.run([sys.executable, "-c", "import mxref; mxref.info()"], env=env,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     ext_rows = [line for line in out.splitlines() if line.startswith("ext.")]
