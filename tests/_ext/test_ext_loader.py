@@ -5,6 +5,12 @@ from mxref._ext import loader
 from mxref.base import MXNetError
 
 
+@pytest.fixture(autouse=True)
+def _private_status(monkeypatch):
+    """Each test records into its own table, so mxref.info() later in the run stays true."""
+    monkeypatch.setattr(loader, "STATUS", dict(loader.STATUS))
+
+
 def test_disabled_extensions_use_pure_python_and_say_why(monkeypatch):
     monkeypatch.setenv("MXREF_ENABLE_EXT", "0")
     monkeypatch.delenv("MXREF_ENFORCE_EXT", raising=False)
