@@ -25,9 +25,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
+
+from bench_common import CLOCK, symbol_net, time_steps
+from bench_common import measure as _measure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -42,41 +43,6 @@ SHAPE = {"mlp": (784,), "lenet": (1, 28, 28), "tiny": (4,)}
 ITERS = {"mlp": 20, "lenet": 5, "tiny": 50}
 
 
-def symbol_net(sym, model):
-    """The model as MXNet 1.x symbol code (``sym`` is ``mxnet.sym`` or ``mxref.sym``)."""
-    h = sym.Variable("data")
-    if model == "tiny":
-        for i in range(50):
-            h = sym.Activation(sym.FullyConnected(h, num_hidden=4, name=f"fc{i}"), act_type="relu")
-        return sym.SoftmaxOutput(h, name="softmax")
-    if model == "mlp":
-        for i, n in enumerate((512, 512)):
-            h = sym.Activation(sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"), act_type="relu")
-        return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc3"), name="softmax")
-    for i, nf in enumerate((20, 50)):
-        h = sym.Convolution(h, kernel=(5, 5), num_filter=nf, name=f"conv{i + 1}")
-        h = sym.Activation(h, act_type="tanh")
-        h = sym.Pooling(h, pool_type="max", kernel=(2, 2), stride=(2, 2))
-    h = sym.Activation(sym.FullyConnected(sym.Flatten(h), num_hidden=500, name="fc1"), act_type="tanh")
-    return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc2"), name="softmax")
-
-
-CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
-_clock = time.perf_counter
-
-
-def _time(step, sync, iters, repeats, batch):
-    for _ in range(3):
-        step()
-    sync()
-    rates = []
-    for _ in range(repeats):
-        t0 = _clock()
-        for _ in range(iters):
-            step()
-        sync()
-        rates.append(batch * iters / (_clock() - t0))
-    return rates
 
 
 def run_symbolic(mx, model, iters, repeats):
@@ -96,7 +62,7 @@ def run_symbolic(mx, model, iters, repeats):
     def step():
         ex.forward(is_train=True)
         ex.backward()
-    return _time(step, mx.nd.waitall, iters, repeats, batch)
+    return time_steps(step, mx.nd.waitall, iters, repeats, batch, _CLOCK_NAME)
 
 
 def run_torch(model, iters, repeats, threads):
@@ -120,7 +86,7 @@ def run_torch(model, iters, repeats, threads):
         for p in net.parameters():
             p.grad = None
         loss_fn(net(x), y).backward()
-    return _time(step, lambda: None, iters, repeats, batch)
+    return time_steps(step, lambda: None, iters, repeats, batch, _CLOCK_NAME)
 
 
 def run_numpy_mlp(iters, repeats):
@@ -147,12 +113,12 @@ def run_numpy_mlp(iters, repeats):
         g1 = (g2 @ ws[1]) * (h1 > 0)
         grads += [g1.T @ x, g1.sum(0)]
         return grads
-    return _time(step, lambda: None, iters, repeats, batch)
+    return time_steps(step, lambda: None, iters, repeats, batch, _CLOCK_NAME)
 
 
 def worker(args) -> None:
-    global _clock
-    _clock = CLOCK[args.clock]
+    global _CLOCK_NAME
+    _CLOCK_NAME = args.clock
     if args.worker == "mxref":
         sys.path.insert(0, ROOT)
         import mxref as mx  # noqa: PLC0415
@@ -167,14 +133,11 @@ def worker(args) -> None:
     print(json.dumps(rates))
 
 
+_CLOCK_NAME = "wall"
+
+
 def measure(system, model, threads, iters, repeats, clock="wall"):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads), MXNET_CPU_WORKER_NTHREADS="1",
-               MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
-    cmd = [PYTHONS[system], os.path.abspath(__file__), "--worker", system, "--model", model,
-           "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats), "--clock", clock]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return _measure(PYTHONS[system], __file__, system, model, threads, iters, repeats, clock)
 
 
 def main(argv=None):

@@ -33,9 +33,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
+
+from bench_common import CLOCK, symbol_net, time_steps
+from bench_common import measure as _measure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -48,22 +49,6 @@ BATCH = {"mlp": 128, "lenet": 64}
 SHAPE = {"mlp": (784,), "lenet": (1, 28, 28)}
 ITERS = {"mlp": 20, "lenet": 5}
 SGD = {"learning_rate": 0.01, "momentum": 0.9}
-CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
-_clock = time.perf_counter
-
-
-def _time(step, sync, iters, repeats, batch):
-    for _ in range(3):
-        step()
-    sync()
-    rates = []
-    for _ in range(repeats):
-        t0 = _clock()
-        for _ in range(iters):
-            step()
-        sync()
-        rates.append(batch * iters / (_clock() - t0))
-    return rates
 
 
 def _data(model):
@@ -72,21 +57,6 @@ def _data(model):
     batch = BATCH[model]
     return (rng.normal(0, 1, (batch,) + SHAPE[model]).astype("float32"),
             rng.randint(0, 10, batch).astype("float32"))
-
-
-def symbol_net(sym, model):
-    """The model as MXNet 1.x symbol code, ending in ``SoftmaxOutput`` (``Module``'s fused loss)."""
-    h = sym.Variable("data")
-    if model == "mlp":
-        for i, n in enumerate((512, 512)):
-            h = sym.Activation(sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"), act_type="relu")
-        return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc3"), name="softmax")
-    for i, nf in enumerate((20, 50)):
-        h = sym.Convolution(h, kernel=(5, 5), num_filter=nf, name=f"conv{i + 1}")
-        h = sym.Activation(h, act_type="tanh")
-        h = sym.Pooling(h, pool_type="max", kernel=(2, 2), stride=(2, 2))
-    h = sym.Activation(sym.FullyConnected(sym.Flatten(h), num_hidden=500, name="fc1"), act_type="tanh")
-    return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=10, name="fc2"), name="softmax")
 
 
 def gluon_net(gluon, model):
@@ -116,7 +86,7 @@ def run_module(mx, model, iters, repeats):
         mod.forward(data_batch, is_train=True)
         mod.backward()
         mod.update()
-    return _time(step, mx.nd.waitall, iters, repeats, batch)
+    return time_steps(step, mx.nd.waitall, iters, repeats, batch, _CLOCK_NAME)
 
 
 def run_gluon(mx, model, iters, repeats, hybridize):
@@ -135,7 +105,7 @@ def run_gluon(mx, model, iters, repeats, hybridize):
             loss = loss_fn(net(data), label)
         loss.backward()
         trainer.step(batch)
-    return _time(step, mx.nd.waitall, iters, repeats, batch)
+    return time_steps(step, mx.nd.waitall, iters, repeats, batch, _CLOCK_NAME)
 
 
 def run_torch(model, iters, repeats, threads):
@@ -157,12 +127,12 @@ def run_torch(model, iters, repeats, threads):
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
-    return _time(step, lambda: None, iters, repeats, BATCH[model])
+    return time_steps(step, lambda: None, iters, repeats, BATCH[model], _CLOCK_NAME)
 
 
 def worker(args) -> None:
-    global _clock
-    _clock = CLOCK[args.clock]
+    global _CLOCK_NAME
+    _CLOCK_NAME = args.clock
     if args.worker == "torch":
         print(json.dumps(run_torch(args.model, args.iters, args.repeats, args.threads)))
         return
@@ -179,14 +149,11 @@ def worker(args) -> None:
     print(json.dumps(rates))
 
 
+_CLOCK_NAME = "wall"
+
+
 def measure(system, model, threads, iters, repeats, clock="wall"):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads), MXNET_CPU_WORKER_NTHREADS="1",
-               MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
-    cmd = [SYSTEMS[system], os.path.abspath(__file__), "--worker", system, "--model", model,
-           "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats), "--clock", clock]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    return _measure(SYSTEMS[system], __file__, system, model, threads, iters, repeats, clock)
 
 
 def main(argv=None):
