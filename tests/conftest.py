@@ -1,4 +1,4 @@
-"""Fixtures for the NDArray tests: run a test under each engine."""
+"""Fixtures shared by the whole suite."""
 import pytest
 
 import mxref as mx
@@ -7,7 +7,8 @@ from mxref import engine
 
 @pytest.fixture(params=["NaiveEngine", "ThreadedEnginePerDevice"])
 def any_engine(request):
-    """Switch to the named engine for one test, then restore the previous one."""
+    """Switch to the named engine for one test, then restore the previous one (a test may leave
+    an error nobody waited for; it is dropped with the engine)."""
     old = engine.get().name
     engine.set_engine(request.param)
     yield request.param
