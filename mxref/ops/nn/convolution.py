@@ -20,7 +20,7 @@ import numpy as np
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, known, merge_shape, out_entries, uniform_type
-from .im2col import col2im_kc, im2col_t, out_size, pad_spatial
+from .im2col import conv_col2im, conv_columns, out_size
 
 PARAMS = {
     "kernel": Param("shape", doc="Convolution kernel size: (w,), (h, w) or (d, h, w)."),
@@ -83,7 +83,7 @@ def _group_weights(w, g):
 def forward(octx, p, inputs, outputs, req):
     k, s, d, pd = geometry("Convolution", p)
     x, w, out, g = inputs[0], inputs[1], outputs[0], p["num_group"]
-    cols = im2col_t(pad_spatial(x, pd), k, s, d, out.shape[2:])  # (C*K, N*O)
+    cols = conv_columns(x, k, s, d, pd, out.shape[2:])  # (C*K, N*O)
     n, f = out.shape[:2]
     w2, ckg, fg = _group_weights(w, g)[0], cols.shape[0] // g, f // g
     res = np.empty((f, cols.shape[1]), dtype=out.dtype)
@@ -98,12 +98,11 @@ def backward(octx, p, inputs, outputs, req):
     k, s, d, pd = geometry("Convolution", p)
     og, x, w, g = inputs[0], inputs[1], inputs[2], p["num_group"]
     n, f = og.shape[:2]
-    xp = pad_spatial(x, pd)
     og_f = np.ascontiguousarray(og.reshape(n, f, -1).swapaxes(0, 1)).reshape(f, -1)  # (F, N*O)
     w2, wk = _group_weights(w, g)
     fg, ckg = f // g, w2.shape[2]
     if req[1] != "null":
-        cols = im2col_t(xp, k, s, d, og.shape[2:])
+        cols = conv_columns(x, k, s, d, pd, og.shape[2:])
         dw = np.stack([og_f[i * fg:(i + 1) * fg] @ cols[i * ckg:(i + 1) * ckg].T for i in range(g)])
         assign(outputs[1], req[1], dw.reshape(w.shape))
     if req[0] != "null":
@@ -111,7 +110,7 @@ def backward(octx, p, inputs, outputs, req):
         dcols = np.empty((kk, g * cg, og_f.shape[1]), dtype=og.dtype)  # (K, C, N*O)
         for i in range(g):
             np.matmul(wk[i].reshape(kk, cg, fg), og_f[i * fg:(i + 1) * fg], out=dcols[:, i * cg:(i + 1) * cg])
-        assign(outputs[0], req[0], col2im_kc(dcols, xp.shape, k, s, d, og.shape[2:], pd))
+        assign(outputs[0], req[0], conv_col2im(dcols, x.shape, k, s, d, pd, og.shape[2:]))
     if not p["no_bias"]:
         assign(outputs[2], req[2], og_f.sum(axis=1))
 

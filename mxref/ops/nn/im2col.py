@@ -12,7 +12,9 @@ from typing import Sequence, Tuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..._ext import loader
 from ...base import MXNetError
+from .parallel import parallel_for
 
 
 def out_size(op: str, size: int, k: int, s: int, p: int, d: int, full: bool = False) -> int:
@@ -113,3 +115,62 @@ def col2im_kc(dcols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, 
     offsets = {kpos: i for i, kpos in enumerate(np.ndindex(*kernel))}
     scatter_windows(dxt, lambda kpos: blocks[offsets[kpos]], kernel, stride, dilate, out_shape)
     return crop_spatial(dxt, pad).swapaxes(0, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path: the 1-D/2-D float32/float64 cases run the C loops of ``mxref/_ext/nn_kernels.pyx``
+# over batch ranges on ``parallel_for``'s threads. The numpy functions above are its twin (and
+# handle 3-D, float16 and every layout); ``MXREF_ENABLE_EXT=0`` selects them for everything.
+# ---------------------------------------------------------------------------------------------
+_EXT = loader.load("nn_kernels", "Convolution/Pooling window kernels")
+
+
+def fast_kernels(x: np.ndarray, nd: int):
+    """The Cython kernel module when it applies to ``x`` with ``nd`` spatial axes, else ``None``."""
+    if _EXT is None or nd > 2 or x.dtype not in (np.float32, np.float64):
+        return None
+    return _EXT
+
+
+def as_2d(shape: Tuple[int, ...], nd: int) -> Tuple[int, ...]:
+    """An ``(N, C, *spatial)`` shape with 1-D windows viewed as 2-D ones of height 1."""
+    return tuple(shape) if nd == 2 else tuple(shape[:2]) + (1,) + tuple(shape[2:])
+
+
+def conv_columns(x: np.ndarray, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
+    """``im2col_t(pad_spatial(x, pad), ...)``: the ``(C * prod(kernel), N * prod(out))`` matrix."""
+    nd = len(kernel)
+    ext = fast_kernels(x, nd)
+    if ext is None:
+        return im2col_t(pad_spatial(x, pad), kernel, stride, dilate, out_shape)
+    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = [_hw(a, nd, 1) for a in (kernel, stride, dilate, out_shape)]
+    ph, pw = _hw(pad, nd, 0)
+    n, c = x.shape[:2]
+    cols = np.empty((c * kh * kw, n * oh * ow), dtype=x.dtype)
+    parallel_for(n, lambda lo, hi: ext.im2col_2d(x4, cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
+                 work_per_item=c * kh * kw * oh * ow)
+    return cols
+
+
+def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
+    """The data gradient ``(N, C, *spatial)`` from kernel-major columns ``(prod(kernel), C, N*out)``
+    (``col2im_kc`` on the padded shape, then cropped)."""
+    nd = len(kernel)
+    ext = fast_kernels(dcols, nd)
+    if ext is None:
+        padded = tuple(x_shape[:2]) + tuple(a + 2 * p for a, p in zip(x_shape[2:], pad))
+        return col2im_kc(dcols, padded, kernel, stride, dilate, out_shape, pad)
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = [_hw(a, nd, 1) for a in (kernel, stride, dilate, out_shape)]
+    ph, pw = _hw(pad, nd, 0)
+    n, c = x_shape[:2]
+    dx = np.empty(as_2d(x_shape, nd), dtype=dcols.dtype)
+    d3 = np.ascontiguousarray(dcols).reshape(kh * kw, c, -1)
+    parallel_for(n, lambda lo, hi: ext.col2im_2d(d3, dx, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
+                 work_per_item=c * kh * kw * oh * ow)
+    return dx.reshape(x_shape)
+
+
+def _hw(values, nd: int, fill: int) -> Tuple[int, int]:
+    """A per-axis tuple as ``(height, width)``; a 1-D window gets height ``fill``."""
+    return tuple(values) if nd == 2 else (fill, values[0])

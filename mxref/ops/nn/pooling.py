@@ -19,7 +19,8 @@ import numpy as np
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, known, uniform_type
-from .im2col import crop_spatial, out_size, pad_spatial
+from .im2col import as_2d, crop_spatial, fast_kernels, out_size, pad_spatial
+from .parallel import parallel_for
 
 PARAMS = {
     "kernel": Param("shape", (), doc="Pooling kernel size: (w,), (h, w) or (d, h, w)."),
@@ -87,9 +88,36 @@ def _window_slices(kpos, stride, out):
                                               for k, st, o in zip(kpos, stride, out))
 
 
+def _max_pool_fast(x, k, s, pd, out, og=None, y=None):
+    """Max pooling forward (``og is None``) or backward in C over batch ranges, for 1-D/2-D windows
+    of float32/float64 data; ``None`` when the numpy loops below must do it."""
+    nd = len(k)
+    ext = fast_kernels(x, nd)
+    if ext is None:
+        return None
+    (kh, kw), (sh, sw), (ph, pw) = [(a[0], a[1]) if nd == 2 else (fill, a[0])
+                                    for a, fill in ((k, 1), (s, 1), (pd, 0))]
+    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
+    n, c = x.shape[:2]
+    work = c * int(np.prod(out)) * kh * kw
+    if og is None:
+        res = np.empty(as_2d(tuple(x.shape[:2]) + tuple(out), nd), dtype=x.dtype)
+        parallel_for(n, lambda lo, hi: ext.max_pool_2d(x4, res, kh, kw, sh, sw, ph, pw, lo, hi), work)
+        return res.reshape(tuple(x.shape[:2]) + tuple(out))
+    og4, y4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, y))
+    dx = np.empty_like(x4)
+    parallel_for(n, lambda lo, hi: ext.max_pool_2d_backward(og4, x4, y4, dx, kh, kw, sh, sw, ph, pw, lo, hi),
+                 work)
+    return dx.reshape(x.shape)
+
+
 def forward(octx, p, inputs, outputs, req):
     x, t = inputs[0], p["pool_type"]
     k, s, pd, out, extra = geometry(p, x.shape)
+    fast = _max_pool_fast(x, k, s, pd, out) if t == "max" else None
+    if fast is not None:
+        assign(outputs[0], req[0], fast)
+        return
     xp = pad_spatial(x, pd, -np.inf if t == "max" else 0.0, extra)
     # One vectorised max/add per kernel offset: each is a strided (N, C, *out) slice of the input.
     res = None
@@ -109,6 +137,10 @@ def forward(octx, p, inputs, outputs, req):
 def backward(octx, p, inputs, outputs, req):
     og, x, y, t = inputs[0], inputs[1], inputs[2], p["pool_type"]
     k, s, pd, out, extra = geometry(p, x.shape)
+    fast = _max_pool_fast(x, k, s, pd, out, og, y) if t == "max" else None
+    if fast is not None:
+        assign(outputs[0], req[0], fast)
+        return
     dxp = np.zeros(tuple(x.shape[:2]) + tuple(a + 2 * b + e for a, b, e in zip(x.shape[2:], pd, extra)),
                    dtype=og.dtype)
     if t == "max":

@@ -1,0 +1,175 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""2-D window kernels in C for Convolution and max Pooling (twin: ``mxref/ops/nn/im2col.py`` and
+``pooling.py``'s numpy loops).
+
+Each function handles the samples ``n0 <= n < n1`` and releases the GIL for its loops, so
+``mxref/ops/nn/parallel.py`` can run two halves of a batch on two threads at once (numpy's
+strided copies of the twin do not scale that way: their innermost runs are a few elements).
+Padding is never materialised: a position outside the input reads 0 (convolution) or -inf (max
+pooling) and its gradient is dropped, exactly as the numpy path's padded buffers behave.
+"""
+from cython cimport floating
+from libc.math cimport INFINITY, NAN
+
+
+cdef inline void _valid_range(Py_ssize_t size, Py_ssize_t out, Py_ssize_t stride, Py_ssize_t offset,
+                              Py_ssize_t* lo, Py_ssize_t* hi) noexcept nogil:
+    """``[lo, hi)``: the output positions ``o`` with ``0 <= o * stride + offset < size``."""
+    cdef Py_ssize_t first = 0, last
+    if offset < 0:
+        first = (-offset + stride - 1) // stride
+    last = (size - 1 - offset) // stride + 1 if size - 1 - offset >= 0 else 0
+    lo[0] = min(first, out)
+    hi[0] = max(lo[0], min(last, out))
+
+
+def im2col_2d(const floating[:, :, :, ::1] x, floating[:, ::1] cols, int kh, int kw, int sh, int sw,
+              int dh, int dw, int ph, int pw, int oh, int ow, int n0, int n1):
+    """``cols[(c, ki, kj), (n, oy, ox)] = x[n, c, oy*sh - ph + ki*dh, ox*sw - pw + kj*dw]`` (0 outside)."""
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3], ncols = cols.shape[1]
+    cdef Py_ssize_t n, c, ki, kj, oy, ox, iy, off, lo, hi
+    cdef const floating* src
+    cdef floating* dst
+    if n1 <= n0:
+        return
+    with nogil:
+        # Row by row, so each row's part for samples [n0, n1) is written as one sequential run
+        # (rows are N * out elements apart: going sample-major would hop rows at every step).
+        for c in range(C):
+            for ki in range(kh):
+                for kj in range(kw):
+                    off = kj * dw - pw
+                    # The columns whose window reaches past the left/right edge read zeros.
+                    _valid_range(W, ow, sw, off, &lo, &hi)
+                    dst = &cols[(c * kh + ki) * kw + kj, n0 * oh * ow]
+                    for n in range(n0, n1):
+                        for oy in range(oh):
+                            iy = oy * sh - ph + ki * dh
+                            if iy < 0 or iy >= H:
+                                for ox in range(ow):
+                                    dst[ox] = 0
+                            else:
+                                src = &x[n, c, iy, 0]
+                                for ox in range(lo):
+                                    dst[ox] = 0
+                                for ox in range(lo, hi):
+                                    dst[ox] = src[ox * sw + off]
+                                for ox in range(hi, ow):
+                                    dst[ox] = 0
+                            dst += ow
+
+
+def col2im_2d(const floating[:, :, ::1] dcols, floating[:, :, :, ::1] dx, int kh, int kw, int sh,
+              int sw, int dh, int dw, int ph, int pw, int oh, int ow, int n0, int n1):
+    """Adjoint of ``im2col_2d`` for kernel-major columns ``dcols[(ki, kj), c, (n, oy, ox)]``.
+
+    ``dx[n]`` is overwritten (zeroed first), so the halves of a batch never touch the same memory.
+    Each element sums its contributions in kernel-offset order, as the numpy twin does, so both
+    give the same bits.
+    """
+    cdef Py_ssize_t C = dx.shape[1], H = dx.shape[2], W = dx.shape[3]
+    cdef Py_ssize_t n, c, ki, kj, oy, ox, iy, off, lo, hi, i
+    cdef const floating* src
+    cdef floating* dst
+    if n1 <= n0:
+        return
+    with nogil:
+        for n in range(n0, n1):
+            dst = &dx[n, 0, 0, 0]
+            for i in range(C * H * W):
+                dst[i] = 0
+        # Column rows in order, each read as one sequential run over samples [n0, n1).
+        for c in range(C):
+            for ki in range(kh):
+                for kj in range(kw):
+                    off = kj * dw - pw
+                    _valid_range(W, ow, sw, off, &lo, &hi)
+                    src = &dcols[ki * kw + kj, c, n0 * oh * ow]
+                    for n in range(n0, n1):
+                        for oy in range(oh):
+                            iy = oy * sh - ph + ki * dh
+                            if 0 <= iy < H:
+                                dst = &dx[n, c, iy, 0]
+                                for ox in range(lo, hi):
+                                    dst[ox * sw + off] += src[ox]
+                            src += ow
+
+
+def max_pool_2d(const floating[:, :, :, ::1] x, floating[:, :, :, ::1] y, int kh, int kw, int sh,
+                int sw, int ph, int pw, int n0, int n1):
+    """``y[n, c, oy, ox]`` = the window's maximum; positions outside the input count as -inf."""
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3], oh = y.shape[2], ow = y.shape[3]
+    cdef Py_ssize_t plane, oy, ox, iy, ix, ki, kj, y0, y1, x0, x1
+    cdef const floating* src
+    cdef floating* dst
+    cdef floating best, v
+    cdef const floating* row
+    if n1 <= n0:
+        return
+    with nogil:
+        for plane in range(n0 * C, n1 * C):  # one (n, c) image plane at a time
+            src = &x[0, 0, 0, 0] + plane * H * W
+            dst = &y[0, 0, 0, 0] + plane * oh * ow
+            for oy in range(oh):
+                for ox in range(ow):
+                    dst[ox] = -INFINITY
+                for ki in range(kh):
+                    iy = oy * sh - ph + ki
+                    if iy < 0 or iy >= H:
+                        continue
+                    for kj in range(kw):
+                        _valid_range(W, ow, sw, kj - pw, &x0, &x1)
+                        row = src + iy * W + kj - pw
+                        # One offset for the whole output row, as a select (no data-dependent
+                        # jump, so the compiler can vectorise it); a NaN wins and then sticks,
+                        # as with np.maximum.
+                        for ox in range(x0, x1):
+                            v = row[ox * sw]
+                            best = dst[ox]
+                            dst[ox] = v if (v > best or v != v) else best
+                dst += ow
+
+
+def max_pool_2d_backward(const floating[:, :, :, ::1] og, const floating[:, :, :, ::1] x,
+                         const floating[:, :, :, ::1] y, floating[:, :, :, ::1] dx, int kh, int kw,
+                         int sh, int sw, int ph, int pw, int n0, int n1):
+    """``dx[n]`` (overwritten) receives each window's gradient at the first offset, in kernel
+    order, whose value equals the window's output. Offsets outside the input hold -inf: when
+    one of those comes first (an all -inf window) the gradient is dropped, like the padded twin's."""
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3], oh = y.shape[2], ow = y.shape[3]
+    cdef Py_ssize_t plane, oy, ox, iy, ix, ki, kj, i
+    cdef const floating* src
+    cdef const floating* out
+    cdef const floating* g
+    cdef floating* dst
+    cdef floating target, v
+    cdef bint found
+    if n1 <= n0:
+        return
+    with nogil:
+        for plane in range(n0 * C, n1 * C):
+            src = &x[0, 0, 0, 0] + plane * H * W
+            dst = &dx[0, 0, 0, 0] + plane * H * W
+            out = &y[0, 0, 0, 0] + plane * oh * ow
+            g = &og[0, 0, 0, 0] + plane * oh * ow
+            for i in range(H * W):
+                dst[i] = 0
+            for oy in range(oh):
+                for ox in range(ow):
+                    target = out[oy * ow + ox]
+                    found = False
+                    for ki in range(kh):
+                        iy = oy * sh - ph + ki
+                        for kj in range(kw):
+                            ix = ox * sw - pw + kj
+                            if iy < 0 or iy >= H or ix < 0 or ix >= W:
+                                v = -INFINITY
+                            else:
+                                v = src[iy * W + ix]
+                            if v == target:
+                                if 0 <= iy < H and 0 <= ix < W:
+                                    dst[iy * W + ix] += g[oy * ow + ox]
+                                found = True
+                                break
+                        if found:
+                            break

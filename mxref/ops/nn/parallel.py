@@ -1,0 +1,56 @@
+"""Intra-operator parallelism: split a kernel's batch over a few threads (MXNet's OpenMP loops).
+
+MXNet runs a CPU operator's loops on ``OMP_NUM_THREADS`` OpenMP threads. mxref's kernels that
+release the GIL (the Cython window kernels of ``mxref/_ext/nn_kernels.pyx``) get the same from
+``parallel_for``: the batch ``[0, n)`` is cut into contiguous ranges, the calling thread (an engine
+worker) runs the first and a small shared pool runs the others. The pool's threads never wait on
+anything, so two engine workers calling at once cannot deadlock; they just share the threads.
+
+The thread count is ``MXNET_OMP_MAX_THREADS``, else ``OMP_NUM_THREADS``, else the number of CPUs.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
+
+# Below this many elements of work per call the hand-off (~20 µs) costs more than it saves.
+MIN_WORK_PER_THREAD = 32768
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def num_threads() -> int:
+    """Threads an operator may use: ``MXNET_OMP_MAX_THREADS`` / ``OMP_NUM_THREADS`` / CPUs."""
+    for var in ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS"):
+        value = os.environ.get(var, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool._max_workers < workers:
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mxref-omp")
+        return _pool
+
+
+def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int = 1) -> None:
+    """Call ``fn(lo, hi)`` over contiguous ranges covering ``[0, n)``, on up to ``num_threads()``
+    threads, and return when all are done; an exception from any range is re-raised here."""
+    chunks = min(num_threads(), n, max(1, n * work_per_item // MIN_WORK_PER_THREAD))
+    if chunks <= 1:
+        fn(0, n)
+        return
+    bounds = [n * i // chunks for i in range(chunks + 1)]
+    pool = _get_pool(chunks - 1)
+    futures = [pool.submit(fn, bounds[i], bounds[i + 1]) for i in range(1, chunks)]
+    try:
+        fn(bounds[0], bounds[1])
+    finally:
+        for f in futures:
+            f.result()

@@ -1,0 +1,162 @@
+"""The Cython window kernels (Convolution, max Pooling) against their numpy twin, and the batch
+split of ``parallel_for``: same results on every geometry, dtype and thread count."""
+import itertools
+
+import numpy as np
+import pytest
+
+import mxref.ops.nn.convolution as conv
+import mxref.ops.nn.im2col as im2col
+import mxref.ops.nn.parallel as parallel
+import mxref.ops.nn.pooling as pool
+
+needs_ext = pytest.mark.skipif(im2col._EXT is None, reason="mxref._ext.nn_kernels not built or disabled")
+
+
+def both_paths(fn):
+    """``fn()`` with the Cython kernels, then with the numpy twin."""
+    fast = fn()
+    saved, im2col._EXT = im2col._EXT, None
+    try:
+        return fast, fn()
+    finally:
+        im2col._EXT = saved
+
+
+def params(module, **kw):
+    p = {k: v.default for k, v in module.PARAMS.items()}
+    p.update(kw)
+    return p
+
+
+def conv_case(rng, nd, dtype, stride, pad, dilate, group, req):
+    kernel = (3, 2)[:nd] if nd == 2 else (3,)
+    x = rng.standard_normal((3, 4) + ((9, 7) if nd == 2 else (11,))).astype(dtype)
+    w = rng.standard_normal((6, 4 // group) + kernel).astype(dtype)
+    b = rng.standard_normal(6).astype(dtype)
+    p = params(conv, kernel=kernel, stride=(stride,) * nd, pad=(pad,) * nd, dilate=(dilate,) * nd,
+               num_filter=6, num_group=group)
+    out_shape = conv.infer_shape(p, [x.shape, w.shape, b.shape])[1][0]
+    og = rng.standard_normal(out_shape).astype(dtype)
+
+    def run():
+        out = np.full(out_shape, 0.5, dtype)
+        conv.forward(None, p, [x, w, b], [out], [req])
+        grads = [np.full_like(a, 0.25) for a in (x, w, b)]
+        conv.backward(None, p, [og, x, w], grads, [req] * 3)
+        return [out] + grads
+    return run
+
+
+@needs_ext
+@pytest.mark.parametrize("nd,dtype,stride,pad,dilate,group",
+                         list(itertools.product((1, 2), (np.float32, np.float64), (1, 2), (0, 2),
+                                                (1, 2), (1, 2))))
+def test_convolution_cython_equals_numpy(rng, nd, dtype, stride, pad, dilate, group):
+    """Forward and all three gradients agree; the data gradient's sums run in the same order."""
+    fast, ref = both_paths(conv_case(rng, nd, dtype, stride, pad, dilate, group, "write"))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for a, b in zip(fast, ref):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+    np.testing.assert_array_equal(fast[1], ref[1])  # col2im itself is bit-identical
+
+
+@needs_ext
+def test_convolution_cython_add_and_null_requests(rng):
+    """``req='add'`` accumulates into what the output held; ``'null'`` leaves it untouched."""
+    fast, ref = both_paths(conv_case(rng, 2, np.float64, 1, 1, 1, 1, "add"))
+    for a, b in zip(fast, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    fast, ref = both_paths(conv_case(rng, 2, np.float64, 1, 1, 1, 1, "null"))
+    for a, b in zip(fast, ref):
+        np.testing.assert_array_equal(a, b)
+    assert (fast[1] == 0.25).all()
+
+
+def pool_case(rng, nd, dtype, stride, pad, convention, nan):
+    kernel = (2, 3)[:nd] if nd == 2 else (3,)
+    x = rng.standard_normal((3, 4) + ((9, 8) if nd == 2 else (11,))).astype(dtype)
+    x[0, 0, ..., 1] = x[0, 0, ..., 0]  # ties: the first offset in kernel order takes the gradient
+    if nan:
+        x[1, 2, ..., 3] = np.nan
+    p = params(pool, kernel=kernel, stride=(stride,) * nd, pad=(pad,) * nd, pooling_convention=convention)
+    out_shape = pool.infer_shape(p, [x.shape])[1][0]
+    og = rng.standard_normal(out_shape).astype(dtype)
+
+    def run():
+        y = np.empty(out_shape, dtype)
+        pool.forward(None, p, [x], [y], ["write"])
+        dx = np.empty_like(x)
+        pool.backward(None, p, [og, x, y], [dx], ["write"])
+        return y, dx
+    return run
+
+
+@needs_ext
+@pytest.mark.parametrize("nd,dtype,stride,pad,convention,nan",
+                         list(itertools.product((1, 2), (np.float32, np.float64), (1, 2), (0, 1),
+                                                ("valid", "full"), (False, True))))
+def test_max_pooling_cython_equals_numpy(rng, nd, dtype, stride, pad, convention, nan):
+    """The maxima are identical (NaN included); the gradient goes to the same positions (with
+    overlapping windows a position's contributions may be added in another order)."""
+    (y_fast, dx_fast), (y_ref, dx_ref) = both_paths(pool_case(rng, nd, dtype, stride, pad, convention, nan))
+    np.testing.assert_array_equal(y_fast, y_ref)
+    np.testing.assert_allclose(dx_fast, dx_ref, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(dx_fast != 0, dx_ref != 0)
+    if stride >= 2 and nd == 1:  # non-overlapping windows: one contribution each, same bits
+        np.testing.assert_array_equal(dx_fast, dx_ref)
+
+
+@needs_ext
+def test_fast_path_applies_only_where_it_can():
+    """3-D windows and float16 stay on numpy; 1-D and 2-D float32/64 take the Cython kernels."""
+    assert im2col.fast_kernels(np.zeros((1, 1, 2, 2), np.float32), 2) is not None
+    assert im2col.fast_kernels(np.zeros((1, 1, 2), np.float64), 1) is not None
+    assert im2col.fast_kernels(np.zeros((1, 1, 2, 2, 2), np.float32), 3) is None
+    assert im2col.fast_kernels(np.zeros((1, 1, 2, 2), np.float16), 2) is None
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_parallel_for_covers_the_range_once(monkeypatch, threads):
+    """Every index is handled exactly once, in contiguous ranges, whatever the thread count."""
+    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", str(threads))
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+    hits = np.zeros(10, int)
+    ranges = []
+
+    def body(lo, hi):
+        ranges.append((lo, hi))
+        hits[lo:hi] += 1
+    parallel.parallel_for(10, body)
+    assert (hits == 1).all()
+    assert len(ranges) == min(threads, 10)
+
+
+def test_parallel_for_reraises_and_small_work_stays_inline(monkeypatch):
+    """A failing range re-raises in the caller; tiny work runs on the calling thread only."""
+    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", "2")
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+
+    def body(lo, hi):
+        if lo > 0:
+            raise ValueError(f"range {lo}:{hi} failed")
+    with pytest.raises(ValueError, match="range 2:4 failed"):
+        parallel.parallel_for(4, body)
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 10 ** 9)
+    calls = []
+    parallel.parallel_for(4, lambda lo, hi: calls.append((lo, hi)))
+    assert calls == [(0, 4)]
+
+
+@needs_ext
+@pytest.mark.parametrize("threads", ["2", "3"])
+def test_kernels_split_over_threads_give_identical_bits(monkeypatch, threads):
+    """Splitting the batch over threads changes nothing: each sample is computed the same way."""
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+    results = {}
+    for n in ("1", threads):
+        monkeypatch.setenv("MXNET_OMP_MAX_THREADS", n)
+        results[n] = (conv_case(np.random.default_rng(0), 2, np.float32, 1, 1, 1, 1, "write")()
+                      + list(pool_case(np.random.default_rng(1), 2, np.float32, 1, 1, "full", True)()))
+    for a, b in zip(results["1"], results[threads]):
+        np.testing.assert_array_equal(a, b)
