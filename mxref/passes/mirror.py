@@ -2,7 +2,7 @@
 
 A *mirrored* node is copied into the backward graph by the gradient pass (``mirror_fun``), so the
 backward ops read the recomputed copy and the forward output can be freed as soon as the forward
-pass is done with it. Two policies, both MXNet's:
+pass is done with it. The policies:
 
 * ``"mxnet"`` — ``MXNET_BACKWARD_DO_MIRROR=1``: every op except the expensive ones (Convolution,
   FullyConnected, Concat, SoftmaxOutput) is recomputed; Dropout never is (nor any op drawing
@@ -12,6 +12,10 @@ pass is done with it. Two policies, both MXNet's:
   (``mirror_everywhere``), so a Convolution's backward no longer keeps the forward ReLU output
   alive. On ResNet-50 this is what turns recomputation into a saving (see
   ``docs/architecture/memory-planning.md``).
+* ``"budget"`` — ``cheap``'s node set, plus the Convolution and FullyConnected nodes whose
+  recomputation frees the most memory per multiply-add, up to a budget (a fraction of the
+  forward pass's multiply-adds); cut points read by several nodes (a residual unit's output) are
+  kept, so no recomputation chain runs past one. The default of ``MXNET_BACKWARD_DO_MIRROR=1``.
 * ``"sublinear"`` — memonger's plan (Chen et al. 2016, arXiv 1604.06174): *every* forward op is
   recomputed except checkpoints placed at cut points, one whenever the activations since the
   last checkpoint exceed a threshold, so about sqrt(n) segments are kept and each segment is
@@ -30,10 +34,16 @@ from ..symbol.graph import Node, NodeEntry, topo_sort
 from .base import Graph, register_pass
 
 __all__ = ["need_mirror", "mxnet_mirror_fun", "cut_points", "default_threshold", "sublinear_plan",
-           "search_plan", "mirror"]
+           "search_plan", "product_macs", "budget_plan", "DEFAULT_BUDGET", "POLICIES", "mirror"]
+
+POLICIES = ("mxnet", "cheap", "budget", "sublinear")
 
 # expensive layers MXNET_BACKWARD_DO_MIRROR keeps (graph_executor.cc, need_mirror)
 _KEPT = frozenset({"Convolution", "FullyConnected", "Concat", "SoftmaxOutput"})
+# the kept layers whose cost is their multiply-adds, which the "budget" policy may recompute
+_PRODUCTS = frozenset({"Convolution", "FullyConnected"})
+# share of the forward multiply-adds the "budget" policy spends on recomputation by default
+DEFAULT_BUDGET = 0.15
 
 
 def _attr_flag(node: Node, key: str) -> Optional[bool]:
@@ -122,6 +132,67 @@ def sublinear_plan(outputs: Sequence[NodeEntry], shapes: Callable[[NodeEntry], S
     return mirrored
 
 
+def _elements(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def product_macs(n: Node, shapes: Callable[[NodeEntry], Sequence[int]]) -> int:
+    """Multiply-adds of a Convolution or FullyConnected node (0 for other ops).
+
+    Output elements times the weight elements per output channel (``prod(weight.shape[1:])``),
+    which covers groups, kernels and strides alike.
+    """
+    if n.is_variable or n.op.name not in _PRODUCTS or len(n.inputs) < 2:
+        return 0
+    return _elements(shapes(NodeEntry(n, 0, 0))) * _elements(shapes(n.inputs[1])[1:])
+
+
+def _fanout_cut_points(outputs: Sequence[NodeEntry]) -> Set[int]:
+    """Ids of the cut points whose output is read by two or more forward nodes."""
+    readers: dict = {}
+    for n in _forward_ops(outputs):
+        for producer in {id(e.node) for e in n.inputs}:
+            readers[producer] = readers.get(producer, 0) + 1
+    return {id(n) for n in cut_points(outputs) if readers.get(id(n), 0) >= 2}
+
+
+def budget_plan(outputs: Sequence[NodeEntry], shapes: Callable[[NodeEntry], Sequence[int]],
+                budget: float = DEFAULT_BUDGET) -> Set[int]:
+    """Ids of the nodes to mirror under the ``budget`` policy.
+
+    * every op ``need_mirror`` picks (the cheap ones: BatchNorm, activations, adds, pooling);
+    * the Convolution / FullyConnected nodes with the fewest multiply-adds per output element
+      (the most memory freed per unit of recomputation: a ResNet unit's 1x1 expansion before a
+      deep 3x3), in that order, while their multiply-adds stay within ``budget`` times those
+      of the whole forward pass;
+    * except cut points read by two or more nodes, which are kept.
+
+    NOTE: the last rule matters. Recomputing a residual unit's output needs the previous unit's
+    output, so with all of them mirrored, backward recomputes (and holds) every unit output of a
+    stage at once. Kept unit outputs bound each recomputation to one unit.
+    """
+    ops = _forward_ops(outputs)
+    macs = {id(n): product_macs(n, shapes) for n in ops}
+    limit = budget * sum(macs.values())
+    products = sorted((n for n in ops if macs[id(n)] > 0),
+                      key=lambda n: macs[id(n)] / max(_elements(shapes(NodeEntry(n, 0, 0))), 1))
+    chosen, spent = set(), 0
+    for n in products:
+        if spent + macs[id(n)] > limit:
+            break
+        chosen.add(id(n))
+        spent += macs[id(n)]
+    kept = _fanout_cut_points(outputs)
+    mirrored: Set[int] = set()
+    for n in ops:
+        forced = _attr_flag(n, "__force_mirroring__")
+        if _never(n) or forced is False:
+            continue
+        if forced or (id(n) not in kept and (id(n) in chosen or n.op.name not in _KEPT)):
+            mirrored.add(id(n))
+    return mirrored
+
+
 def search_plan(outputs: Sequence[NodeEntry], shapes: Callable[[NodeEntry], Sequence[int]],
                 cost: Callable[[Set[int]], float], ntrial: int = 6) -> Set[int]:
     """memonger's ``search_plan``: try thresholds around the default one and keep the cheapest.
@@ -143,29 +214,33 @@ def search_plan(outputs: Sequence[NodeEntry], shapes: Callable[[NodeEntry], Sequ
 
 @register_pass("mirror", provides=("grad_mirror_fun", "grad_mirror_everywhere"))
 def mirror(graph: Graph, mirror_policy: str = "mxnet", threshold_bytes: Optional[float] = None,
-           **_ignored) -> Graph:
+           budget: Optional[float] = None, **_ignored) -> Graph:
     """Attach what the gradient pass reads: ``grad_mirror_fun`` and ``grad_mirror_everywhere``.
 
     ``mirror_policy`` is ``"mxnet"`` (``MXNET_BACKWARD_DO_MIRROR``'s rule, forced on), ``"cheap"``
-    (the same nodes, read everywhere in backward) or ``"sublinear"`` (memonger's plan, read
-    everywhere; needs the ``shape`` attribute; ``threshold_bytes`` defaults to
-    ``default_threshold``).
+    (the same nodes, read everywhere in backward), ``"budget"`` (``budget_plan``; ``budget``
+    defaults to ``DEFAULT_BUDGET``) or ``"sublinear"`` (memonger's plan; ``threshold_bytes``
+    defaults to ``default_threshold``). The last two are read everywhere and need the ``shape``
+    attribute.
     """
+    if mirror_policy not in POLICIES:
+        raise MXNetError(f"mirror: unknown mirror_policy {mirror_policy!r}; use one of {POLICIES}")
     out = Graph(graph.outputs, graph.attrs)
     out.attrs["grad_mirror_everywhere"] = mirror_policy != "mxnet"
     if mirror_policy in ("mxnet", "cheap"):
         out.attrs["grad_mirror_fun"] = mxnet_mirror_fun(True)
         return out
-    if mirror_policy != "sublinear":
-        raise MXNetError(f"mirror: unknown mirror_policy {mirror_policy!r}; use 'mxnet', 'cheap' "
-                         "or 'sublinear'")
     if "shape" not in graph.attrs:
-        raise MXNetError("mirror: the 'sublinear' policy needs the 'shape' attribute (run infer_shape)")
+        raise MXNetError(f"mirror: the {mirror_policy!r} policy needs the 'shape' attribute "
+                         "(run infer_shape)")
     idx = graph.indexed
     shape_vec = graph.attrs["shape"]
     shapes = lambda e: shape_vec[idx.entry_id(e)]
-    if threshold_bytes is None:
-        threshold_bytes = default_threshold(graph.outputs, shapes)
-    chosen = sublinear_plan(graph.outputs, shapes, threshold_bytes)
+    if mirror_policy == "budget":
+        chosen = budget_plan(graph.outputs, shapes, DEFAULT_BUDGET if budget is None else budget)
+    else:
+        if threshold_bytes is None:
+            threshold_bytes = default_threshold(graph.outputs, shapes)
+        chosen = sublinear_plan(graph.outputs, shapes, threshold_bytes)
     out.attrs["grad_mirror_fun"] = lambda node: id(node) in chosen
     return out
