@@ -9,6 +9,8 @@ The whole idea, as MXNet's ``Imperative::RecordOp`` / ``Imperative::Backward`` d
    forward values its backward will read (found once per operator by asking its ``gradient``).
 2. **Differentiate.** ``backward(heads)`` runs the same ``gradient`` pass the executor uses on the
    recorded nodes, which returns the backward graph as more nodes (``_backward_*``, sums, ...).
+   It does so once per graph structure: a graph recorded again the same way replays the plan
+   kept for it (``autograd_plan``).
 3. **Execute.** The backward nodes are pushed through ``imperative.invoke`` like any ``mx.nd``
    call, reading the saved forward values, and each variable's gradient lands in ``x.grad``
    ('write' or 'add'). Unless ``retain_graph``, the recorded values are dropped as soon as they
@@ -33,8 +35,6 @@ from .ndarray.chunk import Chunk
 from .ndarray.ndarray import NDArray
 from .ndarray.utils import ones, zeros
 from .ops import registry
-from .passes.base import Graph
-from .passes.gradient import gradient as _gradient_pass
 from .symbol.graph import Node, NodeEntry, topo_sort
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -291,61 +291,73 @@ def _ghost(spec) -> NDArray:
     return arr
 
 
-def _params_key(node: Node):
-    """The shape-inference cache key of a backward node's parameters (``None``: do not cache)."""
-    try:
-        key = (node.op.name, tuple(node.params.items()))
-        hash(key)
-        return key
-    except TypeError:
-        return None
-
-
 def _differentiate(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
-                   is_train: bool) -> Tuple[List[Node], List[NDArray], set, List[NodeEntry]]:
-    """Build and run the backward graph (shared by ``backward`` and ``grad``).
+                   is_train: bool) -> Tuple[List[Node], List[NDArray], List[bool]]:
+    """Differentiate the recorded graph and run its backward ops (shared by ``backward`` and ``grad``).
 
-    Returns the variable nodes differentiated, their gradient values, the keys of the values the
-    backward pass computed, and the gradient entries.
+    The backward pass comes from a plan (``autograd_plan``): built by the gradient pass the first
+    time a graph of this structure is differentiated, reused after. Returns the variable nodes
+    differentiated, their gradient values, and whether each value was computed by the backward
+    pass (not a head gradient or a forward value passed through).
     """
-    values: Dict[tuple, NDArray] = {}    # (id(node), output index) -> its value
-    ys, ograds = _heads(heads, head_grads, values)
+    ys, head_values = _heads(heads, head_grads)
     topo = topo_sort(ys)
-    xs = _targets(topo, variables)
-    grads = _gradient_pass(Graph(ys), xs=xs, ys=ys, ys_out_grad=ograds).outputs
-    run = [n for n in topo_sort(grads) if not n.is_variable and "ag" not in n.extra]
-    uses = _gather(topo, run, grads, values, create_graph)
+    index = {id(n): i for i, n in enumerate(topo)}
+    key = _plan.structure_key(topo, index)
+    if key is not None:
+        heads_at = tuple((index[id(y.node)], y.index) for y in ys)
+        targets = () if variables is None else tuple(_position(v, index) for v in variables)
+        key = None if None in targets else (key, heads_at, variables is None, targets)
+    plan = _plan.cached_plan(key) if key is not None else None
+    if plan is None:
+        plan = _plan.build_plan(topo, index, ys, _targets(topo, variables), _NOT_IN_GRAPH)
+        if key is not None:
+            _plan.remember(key, plan)
+    elif variables is not None:
+        _targets(topo, variables)      # the same checks (and errors) as when the plan was built
+    values: List[Optional[NDArray]] = list(head_values) + [None] * (plan.num_slots - len(head_values))
+    for slot, pos, is_output, k in plan.sources:
+        n = topo[pos]
+        saved = n.extra["ag"]
+        v = saved.outs[k] if is_output else saved.ins[k]
+        values[slot] = _with_entry(v, NodeEntry(n, k, 0) if is_output else n.inputs[k]) if create_graph else v
+    for slot, pos, k in plan.ghosts:
+        values[slot] = _ghost(topo[pos].extra["ag"].outs[k])
+    functions = {s.function: (topo[s.function].extra["function"], topo[s.function].extra["input_shapes"])
+                 for s in plan.steps if s.function is not None}
+    xs = [topo[i] for i in plan.xs]
     if not retain_graph:
         for n in topo:
             if not n.is_variable:
                 n.extra.clear()    # the saved values now live only in `values`, dropped once read
-    produced = set()
     with _scope(create_graph, is_train):
-        for n in run:
-            ins = [values[(id(e.node), e.index)] for e in n.inputs]
-            if "function" in n.extra:
-                outs = _function.run_backward(n, ins)
+        for step in plan.steps:
+            ins = [values[s] for s in step.ins]
+            if step.function is not None:
+                outs = _function.run_backward(*functions[step.function], ins)
             else:
-                outs = _imperative.invoke(n.op, _params_key(n), n.params, ins)
-            for i, o in enumerate(outs):
-                values[(id(n), i)] = o
-                produced.add((id(n), i))
-            for e in n.inputs:
-                key = (id(e.node), e.index)
-                uses[key] -= 1
-                if uses[key] == 0:
-                    del values[key]
-    return [x.node for x in xs], [values[(id(g.node), g.index)] for g in grads], produced, grads
+                outs = _imperative.invoke(step.op, step.params_key, step.params, ins)
+            for s, o in zip(step.outs, outs):
+                if s is not None:
+                    values[s] = o
+            for s in step.frees:
+                values[s] = None
+    return xs, [values[s] for s in plan.grads], list(plan.produced)
 
 
-def _heads(heads, head_grads, values: Dict[tuple, NDArray]) -> Tuple[List[NodeEntry], List[NodeEntry]]:
-    """The heads' entries, and one variable per head holding its gradient (ones by default)."""
+def _position(v: NDArray, index: Dict[int, int]) -> Optional[int]:
+    e = v._ag
+    return None if e is None else index.get(id(e.node))
+
+
+def _heads(heads, head_grads) -> Tuple[List[NodeEntry], List[NDArray]]:
+    """The heads' entries and their gradients (ones by default)."""
     heads = [heads] if isinstance(heads, NDArray) else list(heads)
     if head_grads is None or isinstance(head_grads, NDArray):
         head_grads = [head_grads] * len(heads) if head_grads is None else [head_grads]
     if len(head_grads) != len(heads):
         raise MXNetError(f"backward: {len(heads)} heads but {len(head_grads)} head gradients")
-    ys, ograds = [], []
+    ys, values = [], []
     for i, (h, g) in enumerate(zip(heads, head_grads)):
         e = _live_entry(h)
         if e is None:
@@ -356,11 +368,9 @@ def _heads(heads, head_grads, values: Dict[tuple, NDArray]) -> Tuple[List[NodeEn
         elif g._shape != h._shape:
             raise MXNetError(f"backward: head gradient {i} has shape {g._shape}, but head {i} has "
                              f"shape {h._shape}")
-        ograd = _variable(g)
-        values[(id(ograd.node), 0)] = g
         ys.append(e)
-        ograds.append(ograd)
-    return ys, ograds
+        values.append(g)
+    return ys, values
 
 
 def _targets(topo: List[Node], variables) -> List[NodeEntry]:
@@ -381,43 +391,6 @@ def _targets(topo: List[Node], variables) -> List[NodeEntry]:
                              "does not require gradient.")
         xs.append(e)
     return xs
-
-
-def _gather(topo: List[Node], run: List[Node], grads: List[NodeEntry], values: Dict[tuple, NDArray],
-            create_graph: bool) -> Dict[tuple, int]:
-    """Put the saved forward values the backward nodes read into ``values``; count every value's reads.
-
-    A value read only for its shape (``ignore_inputs``) that was not kept gets a stand-in.
-    """
-    uses: Dict[tuple, int] = {}
-    read = set()
-    for n in run:
-        for i, e in enumerate(n.inputs):
-            key = (id(e.node), e.index)
-            uses[key] = uses.get(key, 0) + 1
-            if i not in n.op.ignore_inputs:
-                read.add(key)
-    for g in grads:
-        key = (id(g.node), g.index)
-        uses[key] = uses.get(key, 0) + 1
-        read.add(key)
-    for n in topo:
-        saved = n.extra.get("ag")
-        if saved is None:
-            raise MXNetError(_NOT_IN_GRAPH)
-        kept = [(NodeEntry(n, i, 0), v) for i, v in enumerate(saved.outs) if isinstance(v, NDArray)]
-        kept += [(e, v) for e, v in zip(n.inputs, saved.ins) if v is not None]
-        for e, v in kept:
-            if (id(e.node), e.index) in uses:
-                values[(id(e.node), e.index)] = _with_entry(v, e) if create_graph else v
-    for n in topo:
-        for i, spec in enumerate(n.extra["ag"].outs):
-            key = (id(n), i)
-            if key in uses and key not in values:
-                if key in read:
-                    raise MXNetError(f"autograd: the value of output {i} of {n.name} was not kept")
-                values[key] = _ghost(spec)
-    return uses
 
 
 def _with_entry(v: NDArray, entry: NodeEntry) -> NDArray:
@@ -445,7 +418,7 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
     """
     prev, _state.storing_grads = _state.storing_grads, True
     try:
-        xs, values, _, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
+        xs, values, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
     finally:
         _state.storing_grads = prev
     with pause():
@@ -496,16 +469,16 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
         retain_graph = create_graph
     prev, _state.storing_grads = _state.storing_grads, False
     try:
-        _, values, produced, grads = _differentiate(heads, head_grads, variables, retain_graph,
-                                                    create_graph, train_mode)
+        _, values, produced = _differentiate(heads, head_grads, variables, retain_graph,
+                                             create_graph, train_mode)
     finally:
         _state.storing_grads = prev
     out = []
     with _scope(create_graph, None):
-        for v, g in zip(values, grads):
+        for v, computed in zip(values, produced):
             # A value the backward pass did not compute (a head gradient, a forward value) is copied,
             # so the caller never gets an array that aliases one of its own.
-            out.append(v if (id(g.node), g.index) in produced else
+            out.append(v if computed else
                        _imperative.invoke_name("_copy", [v], {})[0])
     return out
 
@@ -606,4 +579,5 @@ for _name, _fn in (("attach_grad", _attach_grad), ("detach", _detach), ("backwar
 _wrap_views()
 
 from . import autograd_function as _function  # noqa: E402 - registers the _CustomFunction ops
+from . import autograd_plan as _plan  # noqa: E402
 from .autograd_function import Function  # noqa: E402

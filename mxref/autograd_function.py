@@ -72,9 +72,8 @@ class Function:
         return outputs
 
 
-def run_backward(node: Node, ograds: List[NDArray]) -> List[NDArray]:
-    """Run the ``backward`` of the Function behind a ``_backward_CustomFunction`` node."""
-    func, shapes = node.extra["function"], node.extra["input_shapes"]
+def run_backward(func: Function, shapes: List[tuple], ograds: List[NDArray]) -> List[NDArray]:
+    """Run ``func.backward`` (the Function of a recorded node whose inputs had ``shapes``)."""
     grads = func.backward(*ograds)
     grads = [grads] if isinstance(grads, NDArray) else list(grads)
     if len(grads) != len(shapes):
