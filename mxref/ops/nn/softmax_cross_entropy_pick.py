@@ -22,10 +22,17 @@ PARAMS = {"axis": Param("int", -1, doc="The class axis.")}
 
 
 def _rows(p, data: np.ndarray, label: np.ndarray):
-    """The class axis and each row's class index, shaped to broadcast against ``data``."""
+    """The class axis and an index that picks each row's class out of ``data``: a pair of integer
+    arrays for a matrix (plain fancy indexing, much cheaper than ``take_along_axis`` on a small
+    batch), else the class indices shaped to broadcast against ``data``."""
     axis = p["axis"] % data.ndim
+    idx = label.astype(np.int64)
+    # (np.clip's Python wrapper costs more than these two ufuncs on a batch of labels)
+    np.minimum(np.maximum(idx, 0, out=idx), data.shape[axis] - 1, out=idx)
+    if data.ndim == 2:
+        rows = np.arange(data.shape[1 - axis])
+        return axis, ((rows, idx.reshape(-1)) if axis == 1 else (idx.reshape(-1), rows))
     kept = tuple(1 if i == axis else d for i, d in enumerate(data.shape))
-    idx = np.clip(label.astype(np.int64), 0, data.shape[axis] - 1)
     return axis, idx.reshape(kept)
 
 
@@ -34,7 +41,8 @@ def _forward(octx, p, inputs, outputs, req):
     axis, idx = _rows(p, data, label)
     logp = np.empty(data.shape, data.dtype)
     softmax_into(data, axis, logp, log=True)
-    assign(outputs[0], req[0], -np.take_along_axis(logp, idx, axis).reshape(outputs[0].shape))
+    picked = logp[idx] if isinstance(idx, tuple) else np.take_along_axis(logp, idx, axis)
+    assign(outputs[0], req[0], -picked.reshape(outputs[0].shape))
 
 
 def _backward(octx, p, inputs, outputs, req):
@@ -42,8 +50,11 @@ def _backward(octx, p, inputs, outputs, req):
     axis, idx = _rows(p, data, label)
     grad = np.empty(data.shape, data.dtype)
     softmax_into(data, axis, grad)
-    hit = np.take_along_axis(grad, idx, axis)
-    np.put_along_axis(grad, idx, hit - 1, axis)          # one class per row: no collisions
+    if isinstance(idx, tuple):
+        grad[idx] -= 1                                   # one class per row: no collisions
+    else:
+        hit = np.take_along_axis(grad, idx, axis)
+        np.put_along_axis(grad, idx, hit - 1, axis)
     grad *= np.expand_dims(g, axis)
     assign(outputs[0], req[0], grad)
     assign(outputs[1], req[1], 0)

@@ -50,3 +50,20 @@ def test_shapes_and_errors():
         OP.infer_shape(p, [(8, 10), (7,)])
     with pytest.raises(MXNetError, match="axis 2 out of range"):
         OP.infer_shape(OP.parse_params({"axis": 2}), [(8, 10), None])
+
+
+@pytest.mark.parametrize("axis", [1, 0])
+def test_matrix_path_equals_the_general_path(rng, axis):
+    """A matrix picks its classes by fancy indexing; a trailing unit axis takes the general
+    take_along_axis path. Loss and gradient agree bit for bit (labels out of range included)."""
+    x = rng.standard_normal((7, 5)).astype(np.float32) * 3
+    n = x.shape[1 - axis]
+    label = rng.integers(0, x.shape[axis], n).astype(np.float32)
+    label[0], label[1] = 99, -3
+    g = rng.standard_normal(n).astype(np.float32)
+    (out2,) = forward("_softmax_cross_entropy_pick", [x, label], axis=axis)
+    (out3,) = forward("_softmax_cross_entropy_pick", [x[..., None], label[:, None]], axis=axis)
+    np.testing.assert_array_equal(out2, out3[:, 0])
+    dx2, _ = grads("_softmax_cross_entropy_pick", [x, label], [g], axis=axis)
+    dx3, _ = grads("_softmax_cross_entropy_pick", [x[..., None], label[:, None]], [g[:, None]], axis=axis)
+    np.testing.assert_array_equal(dx2, dx3[..., 0])
