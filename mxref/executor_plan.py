@@ -131,7 +131,7 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     graph.attrs["storage"] = storage
     # NOTE: recomputed values are short-lived and of many sizes, and nnvm's online allocator
     # lets a small value alive until late backward take a large block freed in forward: on
-    # ResNet-50 (budget policy) its plan is 1.4x the size_first one. MXNet's own rule keeps
+    # ResNet-50 (budget policy) its plan is 1.33x the size_first one. MXNet's own rule keeps
     # MXNet's plan, so that its figure stays comparable.
     strategy = "auto" if everywhere and not env_str("MXREF_MEM_PLAN_STRATEGY", "") else None
     graph = apply_pass(graph, "plan_memory", strategy=strategy)

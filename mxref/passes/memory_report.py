@@ -1,4 +1,4 @@
-"""What a memory plan costs: MXNet's ``Total N MB allocated``, the no-sharing figure, a lower bound.
+"""What a memory plan costs: MXNet's ``Total N MB allocated``, the no-sharing figure, lower bounds.
 
 All figures use the planner's byte rule (4 bytes per element, as nnvm counts) so they compare
 directly with MXNet's ``debug_str()``. ``live_spans`` gives each planned value's lifetime; the
@@ -6,14 +6,14 @@ lower bound and the ``size_first`` strategy of ``plan_memory`` are built on it.
 """
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple
+from typing import Dict, List, NamedTuple, Sequence
 
 import numpy as np
 
 from .base import Graph
 
-__all__ = ["Span", "live_spans", "memory_report", "total_mb_allocated", "debug_str_footer",
-           "PLAN_ELEMENT_BYTES"]
+__all__ = ["Span", "live_spans", "block_lower_bound", "memory_report", "total_mb_allocated",
+           "debug_str_footer", "PLAN_ELEMENT_BYTES"]
 
 # NOTE: nnvm sizes every request as 4 bytes per element whatever the dtype ("TODO(tqchen) add
 # size of the dtype"). We keep that rule so "Total N MB allocated" matches MXNet's figure.
@@ -66,13 +66,39 @@ def live_spans(graph: Graph, storage: List[int], inplace_index: List[int]) -> Di
     return {r: Span(*s) for r, s in spans.items()}
 
 
+def block_lower_bound(spans: Sequence[Span], num_nodes: int) -> int:
+    """The least total size of blocks holding ``spans`` when each value fills one block for its life.
+
+    Values alive at the same time need different blocks, so for every size ``w`` there are at
+    least as many blocks of ``w`` bytes or more as there are values of ``w`` bytes or more alive at
+    once; summing over ``w`` gives the bound. It is above the live-bytes bound when values of
+    different sizes take turns in the same block (a small long-lived value pins a big block).
+    """
+    delta = [0] * (num_nodes + 2)
+    total, by_size = 0, sorted(spans, key=lambda s: -s.nbytes)
+    for k, span in enumerate(by_size):
+        delta[span.start] += 1
+        delta[span.end + 1] -= 1
+        below = by_size[k + 1].nbytes if k + 1 < len(by_size) else 0
+        if below == span.nbytes:
+            continue
+        live = most = 0
+        for d in delta:
+            live += d
+            most = max(most, live)
+        total += most * (span.nbytes - below)
+    return total
+
+
 def memory_report(graph: Graph) -> Dict[str, int]:
     """Planned bytes, the no-sharing figure and a lower bound of a planned graph.
 
     * ``planned``: ``storage_allocated_bytes`` (what ``Total N MB allocated`` prints, in bytes);
     * ``no_sharing``: every planned entry in its own block (no in-place, no reuse);
     * ``lower_bound``: the largest total size of values alive at one node. No plan that makes
-      the same in-place choices can use less.
+      the same in-place choices can use less;
+    * ``block_lower_bound``: ``block_lower_bound`` of the same values: no plan with one block per
+      storage id (what the executor allocates) and these in-place choices can use less.
     """
     idx = graph.indexed
     shapes, storage = graph.attrs["shape"], graph.attrs["storage_id"]
@@ -88,7 +114,8 @@ def memory_report(graph: Graph) -> Dict[str, int]:
         live += d
         lower_bound = max(lower_bound, live)
     return {"planned": int(graph.attrs["storage_allocated_bytes"]), "no_sharing": no_sharing,
-            "lower_bound": lower_bound}
+            "lower_bound": lower_bound,
+            "block_lower_bound": block_lower_bound(list(spans.values()), idx.num_nodes)}
 
 
 def total_mb_allocated(graph: Graph) -> int:

@@ -7,6 +7,7 @@ from passes_helpers import annotate, op, var
 
 from mxref.base import MXNetError
 from mxref.passes.base import apply_pass
+from mxref.passes.memory_report import Span, block_lower_bound
 from mxref.passes.plan_memory import (
     EXTERNAL_STORAGE_ID,
     color_node_group,
@@ -161,6 +162,15 @@ def test_size_first_packs_values_offline_and_auto_keeps_the_smaller_plan():
         _plan([d], {"x": (1,)}, strategy="best")
 
 
+def test_block_lower_bound_counts_blocks_a_small_long_value_pins():
+    """A 10-byte value alive throughout, a 100-byte one, then two 60-byte ones at once: 130 bytes
+    are ever alive together, but one-block-per-value plans need a 100 block, a second block of at
+    least 60 and a third of at least 10 (40 + 2*50 + 3*10 = 170)."""
+    spans = [Span(0, 5, 10, [0]), Span(1, 1, 100, [1]), Span(2, 2, 60, [2]), Span(2, 2, 60, [3])]
+    assert block_lower_bound(spans, 6) == 100 + 60 + 10
+    assert block_lower_bound(spans[:2], 6) == 110 and block_lower_bound([], 6) == 0
+
+
 def test_shape_attribute_length_checked():
     x = var("x")
     g = annotate([op("_tp_plain", x)], {"x": (4,)})
@@ -257,7 +267,7 @@ def _check_invariants(g):
         for (a0, a1), (b0, b1) in zip(lst, lst[1:]):
             assert a1 < b0, f"storage {s}: live ranges {(a0, a1)} and {(b0, b1)} overlap"
     report = memory_report(g)
-    assert report["lower_bound"] <= report["planned"] <= report["no_sharing"]
+    assert report["lower_bound"] <= report["block_lower_bound"] <= report["planned"] <= report["no_sharing"]
 
 
 @st.composite
