@@ -10,6 +10,7 @@ pooling) and its gradient is dropped, exactly as the numpy path's padded buffers
 """
 from cython cimport floating
 from libc.math cimport INFINITY, NAN
+from libc.stdlib cimport free, malloc
 
 
 cdef inline void _valid_range(Py_ssize_t size, Py_ssize_t out, Py_ssize_t stride, Py_ssize_t offset,
@@ -134,42 +135,53 @@ def max_pool_2d_backward(const floating[:, :, :, ::1] og, const floating[:, :, :
                          const floating[:, :, :, ::1] y, floating[:, :, :, ::1] dx, int kh, int kw,
                          int sh, int sw, int ph, int pw, int n0, int n1):
     """``dx[n]`` (overwritten) receives each window's gradient at the first offset, in kernel
-    order, whose value equals the window's output. Offsets outside the input hold -inf: when
-    one of those comes first (an all -inf window) the gradient is dropped, like the padded twin's."""
+    order, whose value equals the window's output, as ``og * hit`` exactly like the numpy twin.
+    Offsets outside the input hold -inf: when one of those comes first (an all -inf window) the
+    gradient is dropped, like the padded twin's."""
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3], oh = y.shape[2], ow = y.shape[3]
-    cdef Py_ssize_t plane, oy, ox, iy, ix, ki, kj, i
+    cdef Py_ssize_t plane, oy, ox, iy, ki, kj, i, x0, x1, off
     cdef const floating* src
     cdef const floating* out
     cdef const floating* g
+    cdef const floating* row
     cdef floating* dst
-    cdef floating target, v
-    cdef bint found
+    cdef int hit
+    cdef int* taken
     if n1 <= n0:
         return
     with nogil:
+        taken = <int*> malloc(max(ow, 1) * sizeof(int))
+        if taken == NULL:
+            with gil:
+                raise MemoryError("Pooling: no memory for the backward scratch row")
         for plane in range(n0 * C, n1 * C):
             src = &x[0, 0, 0, 0] + plane * H * W
             dst = &dx[0, 0, 0, 0] + plane * H * W
-            out = &y[0, 0, 0, 0] + plane * oh * ow
-            g = &og[0, 0, 0, 0] + plane * oh * ow
             for i in range(H * W):
                 dst[i] = 0
             for oy in range(oh):
+                out = &y[0, 0, 0, 0] + (plane * oh + oy) * ow
+                g = &og[0, 0, 0, 0] + (plane * oh + oy) * ow
                 for ox in range(ow):
-                    target = out[oy * ow + ox]
-                    found = False
-                    for ki in range(kh):
-                        iy = oy * sh - ph + ki
-                        for kj in range(kw):
-                            ix = ox * sw - pw + kj
-                            if iy < 0 or iy >= H or ix < 0 or ix >= W:
-                                v = -INFINITY
-                            else:
-                                v = src[iy * W + ix]
-                            if v == target:
-                                if 0 <= iy < H and 0 <= ix < W:
-                                    dst[iy * W + ix] += g[oy * ow + ox]
-                                found = True
-                                break
-                        if found:
-                            break
+                    taken[ox] = 0
+                # Offset by offset over the whole output row (like the twin, without its
+                # padded copy): `taken` marks the windows whose first maximum is already found.
+                for ki in range(kh):
+                    iy = oy * sh - ph + ki
+                    for kj in range(kw):
+                        off = kj - pw
+                        if iy < 0 or iy >= H:
+                            x0 = x1 = ow
+                        else:
+                            _valid_range(W, ow, sw, off, &x0, &x1)
+                        for ox in range(x0, x1):
+                            row = src + iy * W + off
+                            hit = (row[ox * sw] == out[ox]) & (taken[ox] == 0)
+                            taken[ox] |= hit
+                            dst[iy * W + ox * sw + off] += g[ox] * hit
+                        # Outside the input the value is -inf: it takes an all -inf window.
+                        for ox in range(x0):
+                            taken[ox] |= out[ox] == -INFINITY
+                        for ox in range(x1, ow):
+                            taken[ox] |= out[ox] == -INFINITY
+        free(taken)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..registry import OpDef, Param, elemwise_shape, elemwise_type, register
 from ._util import backward_node, entry
+from .parallel import parallel_elementwise
 
 PARAMS = {"act_type": Param("str", choices=("relu", "sigmoid", "softrelu", "softsign", "tanh"),
                             doc="Activation function to be applied.")}
@@ -57,7 +58,8 @@ def forward(octx, p, inputs, outputs, req):
         _apply(p["act_type"], inputs[0], tmp)
         outputs[0] += tmp
     elif req[0] != "null":
-        _apply(p["act_type"], inputs[0], outputs[0])
+        act = p["act_type"]
+        parallel_elementwise(lambda x, out: _apply(act, x, out), inputs[0], outputs[0])
 
 
 def backward(octx, p, inputs, outputs, req):
@@ -65,7 +67,8 @@ def backward(octx, p, inputs, outputs, req):
     if req[0] == "add":
         outputs[0] += og * _slope(p["act_type"], y)
     elif req[0] != "null":
-        np.multiply(og, _slope(p["act_type"], y), out=outputs[0])
+        act = p["act_type"]
+        parallel_elementwise(lambda g, y_, dx: np.multiply(g, _slope(act, y_), out=dx), og, y, outputs[0])
 
 
 def gradient(node, ograds):

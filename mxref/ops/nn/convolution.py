@@ -21,6 +21,7 @@ from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, known, merge_shape, out_entries, uniform_type
 from .im2col import conv_col2im, conv_columns, out_size
+from .parallel import parallel_for
 
 PARAMS = {
     "kernel": Param("shape", doc="Convolution kernel size: (w,), (h, w) or (d, h, w)."),
@@ -89,16 +90,27 @@ def forward(octx, p, inputs, outputs, req):
     res = np.empty((f, cols.shape[1]), dtype=out.dtype)
     for i in range(g):  # one GEMM per group (one in total for the usual num_group=1)
         np.matmul(w2[i], cols[i * ckg:(i + 1) * ckg], out=res[i * fg:(i + 1) * fg])
-    if not p["no_bias"]:
-        res += inputs[2][:, None]
-    assign(out.reshape(n, f, -1), req[0], res.reshape(f, n, -1).swapaxes(0, 1))
+    # (F, N, O) -> (N, F, O), plus the bias, a range of samples per operator thread.
+    res3, out3 = res.reshape(f, n, -1), out.reshape(n, f, -1)
+    bias = None if p["no_bias"] else inputs[2][:, None]
+
+    def put(lo, hi):
+        part = res3[:, lo:hi].swapaxes(0, 1)
+        if bias is not None:
+            part = np.add(part, bias, out=res3[:, lo:hi].swapaxes(0, 1))
+        assign(out3[lo:hi], req[0], part)
+    parallel_for(n, put, work_per_item=res3[:, 0].size)
 
 
 def backward(octx, p, inputs, outputs, req):
     k, s, d, pd = geometry("Convolution", p)
     og, x, w, g = inputs[0], inputs[1], inputs[2], p["num_group"]
     n, f = og.shape[:2]
-    og_f = np.ascontiguousarray(og.reshape(n, f, -1).swapaxes(0, 1)).reshape(f, -1)  # (F, N*O)
+    og3 = og.reshape(n, f, -1)
+    og_f = np.empty((f, og3.shape[0] * og3.shape[2]), dtype=og.dtype)  # (F, N*O)
+    og_f3 = og_f.reshape(f, n, -1)
+    parallel_for(n, lambda lo, hi: np.copyto(og_f3[:, lo:hi], og3[lo:hi].swapaxes(0, 1)),
+                 work_per_item=og3[0].size)
     w2, wk = _group_weights(w, g)
     fg, ckg = f // g, w2.shape[2]
     if req[1] != "null":

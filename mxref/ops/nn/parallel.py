@@ -54,3 +54,15 @@ def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int = 1)
     finally:
         for f in futures:
             f.result()
+
+
+def parallel_elementwise(fn: Callable[..., None], *arrays) -> None:
+    """Call ``fn(*parts)`` on matching flat ranges of ``arrays`` over the operator threads (numpy's
+    ufunc loops release the GIL), or once on the whole arrays when they are not all C-contiguous
+    and of one size (a strided view cannot be cut into flat ranges)."""
+    size = arrays[0].size
+    if not all(a.flags.c_contiguous and a.size == size for a in arrays):
+        fn(*arrays)
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    parallel_for(size, lambda lo, hi: fn(*(a[lo:hi] for a in flat)))
