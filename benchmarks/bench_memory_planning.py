@@ -206,21 +206,22 @@ def mirror_rows(case):
     """ResNet-50-style training under each mirror policy: (policy, MB planned with 'auto')."""
     from mxref.passes.base import Graph  # noqa: PLC0415
     from mxref.passes.memory_report import memory_report  # noqa: PLC0415
-    from mxref.passes.mirror import default_threshold, mxnet_mirror_fun, sublinear_plan  # noqa: PLC0415
+    from mxref.passes.mirror import budget_plan, default_threshold, mxnet_mirror_fun, sublinear_plan  # noqa: PLC0415
     from mxref.passes.plan_memory import plan_memory  # noqa: PLC0415
     from mxref.symbol.json_format import from_json  # noqa: PLC0415
 
     rows = []
-    for policy in ("none", "mxnet", "cheap", "sublinear"):
+    for policy in ("none", "mxnet", "cheap", "budget", "sublinear"):
         outputs = from_json(case["json"])
         fun = mxnet_mirror_fun(policy in ("mxnet", "cheap"))
-        if policy == "sublinear":
+        if policy in ("budget", "sublinear"):
             fwd = Graph(outputs)
             fwd.attrs["shape"] = infer_entry_shapes(fwd, dict(case["shapes"], **case["aux_shapes"]))
             shapes = lambda e, g=fwd: g.attrs["shape"][g.indexed.entry_id(e)]
-            chosen = sublinear_plan(outputs, shapes, default_threshold(outputs, shapes))
+            chosen = (budget_plan(outputs, shapes) if policy == "budget"
+                      else sublinear_plan(outputs, shapes, default_threshold(outputs, shapes)))
             fun = lambda node, chosen=chosen: id(node) in chosen
-        everywhere = policy in ("cheap", "sublinear")
+        everywhere = policy not in ("none", "mxnet")
         _, graph = mxref_plan(case, outputs, mirror_fun=fun, mirror_everywhere=everywhere)
         auto = memory_report(plan_memory(graph, strategy="auto"))["planned"]
         rows.append((policy, memory_report(graph)["planned"], auto))
