@@ -140,7 +140,7 @@ def product_macs(n: Node, shapes: Callable[[NodeEntry], Sequence[int]]) -> int:
     """Multiply-adds of a Convolution or FullyConnected node (0 for other ops).
 
     Output elements times the weight elements per output channel (``prod(weight.shape[1:])``),
-    which covers groups, kernels and strides alike.
+    which covers groups, kernels and strides alike: half the ``count_flops`` pass's figure.
     """
     if n.is_variable or n.op.name not in _PRODUCTS or len(n.inputs) < 2:
         return 0
@@ -162,9 +162,9 @@ def budget_plan(outputs: Sequence[NodeEntry], shapes: Callable[[NodeEntry], Sequ
 
     * every op ``need_mirror`` picks (the cheap ones: BatchNorm, activations, adds, pooling);
     * the Convolution / FullyConnected nodes with the fewest multiply-adds per output element
-      (the most memory freed per unit of recomputation: a ResNet unit's 1x1 expansion before a
-      deep 3x3), in that order, while their multiply-adds stay within ``budget`` times those
-      of the whole forward pass;
+      (the most memory freed per unit of recomputation: a ResNet unit's closing 1x1 expansion,
+      whose output has 4x the channels of its input), in that order, while their multiply-adds
+      stay within ``budget`` times those of the whole forward pass;
     * except cut points read by two or more nodes, which are kept.
 
     NOTE: the last rule matters. Recomputing a residual unit's output needs the previous unit's
