@@ -7,7 +7,7 @@ kept with ``save_for_backward``) lives on the recorded node, so it is freed with
 """
 from __future__ import annotations
 
-from typing import List
+from typing import Dict, List, Tuple
 
 from . import autograd
 from .base import MXNetError
@@ -56,20 +56,35 @@ class Function:
             raise MXNetError("autograd.Function: each Function instance can only be called once; "
                              "create another instance")
         self._used = True
-        prev = autograd.set_recording(False)
+        # Only this thread's flag: ``set_recording`` would also re-count the recording threads
+        # under a lock and reinstall the invoke hook, twice per call.
+        state = autograd._state
+        prev, state.is_recording = state.is_recording, False
         try:
             outputs = self.forward(*inputs)
         finally:
-            autograd.set_recording(prev)
+            state.is_recording = prev
         if prev:
             outs = [outputs] if isinstance(outputs, NDArray) else list(outputs)
             for o in [*inputs, *outs]:
                 if not isinstance(o, NDArray):
                     raise MXNetError(f"autograd.Function takes and returns NDArrays, got {type(o).__name__}")
-            params = _FORWARD.parse_params({"num_inputs": len(inputs), "num_outputs": len(outs)})
+            params = _params(len(inputs), len(outs))
             autograd._record(_FORWARD, params, list(inputs), outs,
                              {"function": self, "input_shapes": [x.shape for x in inputs]})
         return outputs
+
+
+_parsed: Dict[Tuple[int, int], dict] = {}
+
+
+def _params(num_inputs: int, num_outputs: int) -> dict:
+    """The parsed parameters of a ``_CustomFunction`` node (parsed once per arity)."""
+    p = _parsed.get((num_inputs, num_outputs))
+    if p is None:
+        p = _parsed[(num_inputs, num_outputs)] = _FORWARD.parse_params(
+            {"num_inputs": num_inputs, "num_outputs": num_outputs})
+    return p
 
 
 def run_backward(func: Function, shapes: List[tuple], ograds: List[NDArray]) -> List[NDArray]:

@@ -62,12 +62,16 @@ class _ExecEntry:
         self.data_names = data_names
         self.grad_names = grad_names          # the data inputs then the parameters taking a gradient
         self.grad_params = grad_params
+        # The arrays of grad_params the executor is bound to (what ``p.data(ctx)`` returns while
+        # the key that found this entry holds): the recorded call's inputs.
+        self.param_inputs = [executor.arg_dict[name] for name in grad_names[len(data_names):]]
         # Parameters' .grad buffers bound as the executor's own gradient arrays: under backward()
         # the executor writes them and autograd has nothing left to copy.
         self.direct = direct
         self.num_data = len(data_names)
         self.busy = False
         self._zeros: Dict[str, NDArray] = {}
+        self._inputs = [executor.arg_dict[name] for name in data_names]
 
     def usable(self) -> bool:
         return not self.busy and not any(_claimed.get(id(g)) for g in self.direct)
@@ -100,9 +104,7 @@ class _ExecEntry:
 
     def run_forward(self, data) -> List[NDArray]:
         ex = self.executor
-        arg_dict = ex.arg_dict
-        for name, x in zip(self.data_names, data):
-            dst = arg_dict[name]
+        for dst, x in zip(self._inputs, data):
             if isinstance(x, NDArray) and x.shape == dst.shape:
                 x.copyto(dst)       # one engine push, no indexing
             else:
@@ -144,6 +146,7 @@ class HybridBlock(Block):
         self._in_format = None
         self._active = False
         self._flags: Dict[str, object] = {}
+        self._arrays_key = (None, -1, ())   # (ctx, Parameter.arrays_version, the arrays' ids)
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)
@@ -163,6 +166,7 @@ class HybridBlock(Block):
         self._cached_execs = {}
         self._param_table = None
         self._params_ready = False
+        self._arrays_key = (None, -1, ())
 
     def hybridize(self, active: bool = True, static_alloc: bool = False, static_shape: bool = False,
                   **kwargs) -> None:
@@ -238,11 +242,9 @@ class HybridBlock(Block):
         if self._param_table is None:
             self._param_table = {p.name: p for p in self.collect_params().values()}
         params = self._param_table
-        needs_grad = tuple(recording and autograd._live_entry(x) is not None for x in flat)
-        # The parameters' arrays are part of the key: re-initialization or cast makes new ones.
-        key = (tuple((x.shape, x.dtype) for x in flat), ctx, recording, needs_grad,
-               tuple(id(p._data.get(ctx)) if p._data else 0 for p in params.values()),
-               tuple(id(p._grad.get(ctx)) if p._grad else 0 for p in params.values()))
+        needs_grad = tuple([recording and autograd._live_entry(x) is not None for x in flat])
+        key = (tuple([(x.shape, x.dtype) for x in flat]), ctx, recording, needs_grad,
+               self._param_arrays_key(ctx))
         for entry in self._cached_execs.get(key, ()):
             if entry.usable():
                 return entry
@@ -279,6 +281,19 @@ class HybridBlock(Block):
         self._cached_execs.setdefault(key, []).append(entry)
         return entry
 
+    def _param_arrays_key(self, ctx) -> tuple:
+        """The ids of the parameters' arrays and gradient buffers on ``ctx``: part of the executor
+        key, since re-initialization or cast makes new ones. Looked at again only when some
+        Parameter's arrays have been replaced since (``Parameter.arrays_version``)."""
+        last_ctx, version, ids = self._arrays_key
+        if last_ctx is ctx and version == Parameter.arrays_version:
+            return ids
+        params = self._param_table.values()
+        ids = (tuple(id(p._data.get(ctx)) if p._data else 0 for p in params),
+               tuple(id(p._grad.get(ctx)) if p._grad else 0 for p in params))
+        self._arrays_key = (ctx, Parameter.arrays_version, ids)
+        return ids
+
     def _evict_signatures(self) -> None:
         """Forget the oldest idle signatures beyond ``_MAX_SIGNATURES``.
 
@@ -310,7 +325,7 @@ class HybridBlock(Block):
         recording = autograd.is_recording()
         entry = self._executor(args, flat, recording)
         if recording:
-            outs = _CachedCall(entry)(*flat, *[p.data(ctx) for p in entry.grad_params])
+            outs = _CachedCall(entry)(*flat, *entry.param_inputs)
         else:
             outs = entry.run_forward(flat)
         outs = [outs] if isinstance(outs, NDArray) else list(outs)

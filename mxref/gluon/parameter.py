@@ -52,6 +52,16 @@ class Parameter:
         As in MXNet 1.x; ``init`` is an ``Initializer`` or its registered name ('zeros', 'ones').
     """
 
+    # Bumped whenever any Parameter's arrays (or gradient buffers) are replaced: initialize, cast,
+    # grad_req, reset_ctx. A hybridized block's executors are bound to the arrays themselves, so
+    # it looks again at its parameters' arrays only when this has moved.
+    arrays_version = 0
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in ("_data", "_grad"):
+            Parameter.arrays_version += 1
+        object.__setattr__(self, name, value)
+
     def __init__(self, name: str, grad_req: str = "write", shape=None, dtype=np.float32,
                  lr_mult: float = 1.0, wd_mult: float = 1.0, init=None, allow_deferred_init: bool = False,
                  differentiable: bool = True, stype: str = "default", grad_stype: str = "default"):
