@@ -7,6 +7,13 @@ import pytest
 import mxref as mx
 
 
+@pytest.fixture(autouse=True)
+def _one_operator_thread(monkeypatch):
+    """Kernels split over operator threads may sum in a different order from run to run; with one
+    thread the comparisons below test mirroring alone."""
+    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", "1")
+
+
 def _net(depth=4):
     x = mx.sym.Variable("data")
     for i in range(depth):
@@ -75,6 +82,21 @@ def test_default_policy_saves_memory_on_a_residual_net(monkeypatch):
         np.testing.assert_array_equal(grads[k], base_grads[k], err_msg=k)
     for k in base_aux:
         np.testing.assert_array_equal(aux[k], base_aux[k], err_msg=k)
+
+
+def test_mirrored_graphs_get_the_smaller_of_the_two_plans(monkeypatch):
+    """With mxref's mirror policies the executor plans with ``auto`` (never above nnvm's plan),
+    unless MXREF_MEM_PLAN_STRATEGY names a strategy."""
+    from mxref.passes.plan_memory import plan_memory  # noqa: PLC0415
+
+    monkeypatch.setenv("MXNET_BACKWARD_DO_MIRROR", "1")
+    monkeypatch.delenv("MXREF_MEM_PLAN_STRATEGY", raising=False)
+    bind = lambda: _resnet_like().simple_bind(mx.cpu(), data=(16, 3, 32, 32), softmax_label=(16,))
+    auto = bind()._plan.graph.attrs["storage_allocated_bytes"]
+    monkeypatch.setenv("MXREF_MEM_PLAN_STRATEGY", "nnvm")
+    graph = bind()._plan.graph
+    assert auto == plan_memory(graph, strategy="auto").attrs["storage_allocated_bytes"]
+    assert auto < graph.attrs["storage_allocated_bytes"]
 
 
 def test_unknown_mirror_policy_is_a_clear_error(monkeypatch):
