@@ -321,3 +321,27 @@ def test_random_graphs_mirrored_gradients_equal_unmirrored(case):
         np.testing.assert_array_equal(a, b)
     g = annotate(fg.outputs, {k: v.shape for k, v in feed.items()})
     _check_invariants(plan_memory(g))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(random_mirror_cases(), st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+def test_random_graphs_budget_plan_stays_within_budget_and_keeps_fanout_cut_points(case, budget):
+    """Recomputed products cost at most ``budget`` of the forward's multiply-adds; a cut point read
+    by two or more nodes is never recomputed; everything else cheap is."""
+    n_vars, recipe, _, _ = case
+    out, _ = _build_mirror_case(n_vars, recipe)
+    var_shapes = {n.name: ((4, 4) if n.name[0] == "w" else (3, 4))
+                  for n in _nodes(Graph([out])) if n.is_variable}
+    shapes = _shape_fn(out, var_shapes)
+    ops = [n for n in _nodes(Graph([out])) if not n.is_variable]
+    mirrored = budget_plan([out], shapes, budget=budget)
+    total = sum(product_macs(n, shapes) for n in ops)
+    assert sum(product_macs(n, shapes) for n in ops if id(n) in mirrored) <= budget * total
+    readers = {id(n): sum(any(e.node is n for e in m.inputs) for m in ops) for n in ops}
+    cuts = {id(n) for n in cut_points([out])}
+    for n in ops:
+        fanout_cut = id(n) in cuts and readers[id(n)] >= 2
+        if fanout_cut:
+            assert id(n) not in mirrored, n.name
+        elif n.op.name != "FullyConnected":
+            assert id(n) in mirrored, n.name
