@@ -3,7 +3,7 @@
 ``pooling.py``'s numpy loops).
 
 Each function handles the samples ``n0 <= n < n1`` and releases the GIL for its loops, so
-``mxref/ops/nn/parallel.py`` can run two halves of a batch on two threads at once (numpy's
+``mxref/ops/parallel.py`` can run two halves of a batch on two threads at once (numpy's
 strided copies of the twin do not scale that way: their innermost runs are a few elements).
 Padding is never materialised: a position outside the input reads 0 (convolution) or -inf (max
 pooling) and its gradient is dropped, exactly as the numpy path's padded buffers behave.

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ...symbol import graph as _graph  # module reference: ops and symbol import each other
+from ..parallel import parallel_matmul
 
 Shape = Optional[Tuple[int, ...]]
 
@@ -68,7 +69,7 @@ def matmul_into(out: np.ndarray, req: str, a: np.ndarray, b: np.ndarray) -> None
     if req == "null":
         return
     if req != "add" and out.flags.c_contiguous and out.dtype == np.result_type(a, b):
-        np.matmul(a, b, out=out)
+        parallel_matmul(a, b, out) if a.ndim == b.ndim == 2 else np.matmul(a, b, out=out)
     elif req == "add":
         out += a @ b
     else:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..parallel import parallel_elementwise
 from ..registry import OpDef, Param, elemwise_shape, elemwise_type, register
 from ._util import backward_node, entry
-from .parallel import parallel_elementwise
 
 PARAMS = {"act_type": Param("str", choices=("relu", "sigmoid", "softrelu", "softsign", "tanh"),
                             doc="Activation function to be applied.")}

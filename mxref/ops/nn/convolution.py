@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
+from ..parallel import parallel_for, parallel_matmul
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, known, merge_shape, out_entries, uniform_type
 from .im2col import conv_col2im, conv_columns, out_size
-from .parallel import parallel_for
 
 PARAMS = {
     "kernel": Param("shape", doc="Convolution kernel size: (w,), (h, w) or (d, h, w)."),
@@ -89,7 +89,7 @@ def forward(octx, p, inputs, outputs, req):
     w2, ckg, fg = _group_weights(w, g)[0], cols.shape[0] // g, f // g
     res = np.empty((f, cols.shape[1]), dtype=out.dtype)
     for i in range(g):  # one GEMM per group (one in total for the usual num_group=1)
-        np.matmul(w2[i], cols[i * ckg:(i + 1) * ckg], out=res[i * fg:(i + 1) * fg])
+        parallel_matmul(w2[i], cols[i * ckg:(i + 1) * ckg], out=res[i * fg:(i + 1) * fg])
     # (F, N, O) -> (N, F, O), plus the bias, a range of samples per operator thread.
     res3, out3 = res.reshape(f, n, -1), out.reshape(n, f, -1)
     bias = None if p["no_bias"] else inputs[2][:, None]
@@ -115,12 +115,16 @@ def backward(octx, p, inputs, outputs, req):
     fg, ckg = f // g, w2.shape[2]
     if req[1] != "null":
         cols = conv_columns(x, k, s, d, pd, og.shape[2:])
-        dw = np.stack([og_f[i * fg:(i + 1) * fg] @ cols[i * ckg:(i + 1) * ckg].T for i in range(g)])
+        dw = np.empty((g, fg, ckg), dtype=og.dtype)
+        for i in range(g):
+            parallel_matmul(og_f[i * fg:(i + 1) * fg], cols[i * ckg:(i + 1) * ckg].T, out=dw[i])
         assign(outputs[1], req[1], dw.reshape(w.shape))
     if req[0] != "null":
         kk, cg = int(np.prod(k)), w.shape[1]
         dcols = np.empty((kk, g * cg, og_f.shape[1]), dtype=og.dtype)  # (K, C, N*O)
-        for i in range(g):
+        if g == 1:
+            parallel_matmul(wk[0], og_f, out=dcols.reshape(kk * cg, -1))
+        for i in range(g if g > 1 else 0):
             np.matmul(wk[i].reshape(kk, cg, fg), og_f[i * fg:(i + 1) * fg], out=dcols[:, i * cg:(i + 1) * cg])
         assign(outputs[0], req[0], conv_col2im(dcols, x.shape, k, s, d, pd, og.shape[2:]))
     if not p["no_bias"]:

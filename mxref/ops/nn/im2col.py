@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..._ext import loader
 from ...base import MXNetError
-from .parallel import parallel_for
+from ..parallel import parallel_for
 
 
 def out_size(op: str, size: int, k: int, s: int, p: int, d: int, full: bool = False) -> int:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
+from ..parallel import parallel_for
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, known, uniform_type
 from .im2col import as_2d, crop_spatial, fast_kernels, out_size, pad_spatial
-from .parallel import parallel_for
 
 PARAMS = {
     "kernel": Param("shape", (), doc="Pooling kernel size: (w,), (h, w) or (d, h, w)."),

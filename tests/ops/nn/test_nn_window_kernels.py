@@ -7,8 +7,8 @@ import pytest
 
 import mxref.ops.nn.convolution as conv
 import mxref.ops.nn.im2col as im2col
-import mxref.ops.nn.parallel as parallel
 import mxref.ops.nn.pooling as pool
+import mxref.ops.parallel as parallel
 
 needs_ext = pytest.mark.skipif(im2col._EXT is None, reason="mxref._ext.nn_kernels not built or disabled")
 

@@ -1,4 +1,4 @@
-"""Intra-operator parallelism: split a kernel's batch over a few threads (MXNet's OpenMP loops).
+"""Intra-operator parallelism: split a kernel's batch or a GEMM over a few threads (MXNet's OpenMP loops).
 
 MXNet runs a CPU operator's loops on ``OMP_NUM_THREADS`` OpenMP threads. mxref's kernels that
 release the GIL (the Cython window kernels of ``mxref/_ext/nn_kernels.pyx``) get the same from
@@ -14,6 +14,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
+
+import numpy as np
+
+from . import blas
 
 # Below this many elements of work per call the hand-off (~20 µs) costs more than it saves.
 MIN_WORK_PER_THREAD = 32768
@@ -66,3 +70,23 @@ def parallel_elementwise(fn: Callable[..., None], *arrays) -> None:
         return
     flat = [a.reshape(-1) for a in arrays]
     parallel_for(size, lambda lo, hi: fn(*(a[lo:hi] for a in flat)))
+
+
+# A GEMM smaller than this (multiply-adds) is not worth splitting.
+MIN_GEMM_PER_THREAD = 1 << 20
+
+
+def parallel_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out = a @ b`` (2-D), the rows of ``a`` or the columns of ``b`` split over the operator
+    threads, each part one single-threaded BLAS call (see ``mxref/ops/blas.py``)."""
+    m, k = a.shape
+    n = b.shape[1]
+    threads = min(num_threads(), max(1, m * n * k // MIN_GEMM_PER_THREAD))
+    if threads <= 1 or not blas.split_enabled():
+        return np.matmul(a, b, out=out)
+    blas.take_over()
+    if m >= n:
+        parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), work_per_item=n * k)
+    else:
+        parallel_for(n, lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), work_per_item=m * k)
+    return out
