@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """Cython twin of ``mxref.engine.var_queue``: dependency queues, op blocks and blocking work queues.
 
-Same classes, methods and behavior as the pure-Python specification; only the machinery differs:
+Same classes, functions and behavior as the pure-Python specification; only the machinery differs:
 
 * Variable queues are C linked lists of ``VarBlock`` structs from a free list (MXNet's
   ``ObjectPool``), and wait counters are C integers.
@@ -111,13 +111,34 @@ cdef tuple _unique_vars(object seq, tuple exclude, object name):
                 if exclude[j] is a:
                     clean = False
                     break
-    if not small:
-        clean = len(set(t)) == n and (m == 0 or set(t).isdisjoint(exclude))
     if clean:
-        return t
-    if m:
-        return tuple(dedup_vars(t, exclude)[0])
-    return tuple(dedup_vars((), t)[1])
+        if not small:
+            clean = len(set(t)) == n and (m == 0 or set(t).isdisjoint(exclude))
+        if clean:
+            return t
+    if not small:
+        if m:
+            return tuple(dedup_vars(t, exclude)[0])
+        return tuple(dedup_vars((), t)[1])
+    # A few variables with a repeat (``a += 1`` reads and writes one): keep each first occurrence
+    # not in ``exclude``, as dedup_vars does, without its dicts and sets.
+    cdef list keep = []
+    cdef bint dup
+    for i in range(n):
+        a = t[i]
+        dup = False
+        for j in range(i):
+            if t[j] is a:
+                dup = True
+                break
+        if not dup:
+            for j in range(m):
+                if exclude[j] is a:
+                    dup = True
+                    break
+        if not dup:
+            keep.append(a)
+    return tuple(keep)
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,6 +201,7 @@ cdef class ThreadedVar:
     cdef public long long version
     cdef public object exception
     cdef public bint deleted
+    cdef list retired          # tokens of retire() calls waiting for the queue to empty, or None
     cdef object __weakref__
 
     def __cinit__(self):
@@ -189,6 +211,7 @@ cdef class ThreadedVar:
         self.version = 0
         self.exception = None
         self.deleted = False
+        self.retired = None
 
     def __dealloc__(self):
         # Normally only the sentinel is left; queued blocks hold ops that hold this var.
@@ -306,17 +329,46 @@ cpdef bint register(OprBlock opr) except -1:
 
 
 cpdef list complete(OprBlock opr):
-    """Mark ``opr`` complete on all its variables; return the ops that became ready to run."""
+    """Mark ``opr`` complete on all its variables; return the ops that became ready to run, and the
+    ``retire`` tokens of the variables whose queue it emptied."""
     cdef list ready = []
     cdef ThreadedVar v
     cdef object error = opr.error
     for v in opr.const_vars:
         _complete_read(v, ready, True)
+        if v.retired is not None:
+            _take_retired(v, ready)
     for v in opr.mutable_vars:
         if error is not None:
             v.exception = error
         _complete_write(v, ready, True)
+        if v.retired is not None:
+            _take_retired(v, ready)
     return ready
+
+
+cpdef bint retire(object var, object token) except -1:
+    """Ask to delete ``var`` after every operation queued on it: ``True`` when none is (the caller
+    deletes it now); else ``token`` is returned by the ``complete`` that empties its queue."""
+    if type(var) is not ThreadedVar:
+        raise MXNetError(f"DeleteVariable: {var!r} is not a variable of the threaded engine "
+                         "(create variables with engine.new_variable())")
+    cdef ThreadedVar v = <ThreadedVar>var
+    if v.pending_write is NULL and v.num_pending_reads == 0:
+        return True
+    if v.retired is None:
+        v.retired = [token]
+    else:
+        v.retired.append(token)
+    return False
+
+
+cdef inline void _take_retired(ThreadedVar v, list out) noexcept:
+    # Under the GIL with no Python code run in between: the emptiness test and the hand-over are
+    # one step. The parked list dies here, but its tokens live on in `out`.
+    if v.pending_write is NULL and v.num_pending_reads == 0:
+        out.extend(v.retired)
+        v.retired = None
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from typing import Callable, Optional, Sequence
 from ..base import MXNetError
 
 __all__ = ["FnProperty", "RunContext", "Engine", "OpError", "ErrorBook", "worker_state",
-           "check_not_in_worker", "dedup_vars", "SKIP_EXEMPT", "inline_scope", "in_inline_scope"]
+           "check_not_in_worker", "dedup_vars", "SKIP_EXEMPT", "inline_scope", "in_inline_scope",
+           "run_delete"]
 
 
 class FnProperty(enum.IntEnum):
@@ -120,6 +121,28 @@ def dedup_vars(const_vars: Sequence, mutable_vars: Sequence):
 
     A var in both lists would wait on itself forever (MXNet's ``DeduplicateVarHandle``).
     """
+    if len(const_vars) + len(mutable_vars) <= 8:
+        # The usual imperative op (``a += 1`` reads and writes one var): identity scans of a few
+        # items cost far less than the dicts and sets below. Variables compare by identity.
+        mutable = []
+        for v in mutable_vars:
+            for m in mutable:
+                if m is v:
+                    break
+            else:
+                mutable.append(v)
+        const = []
+        for v in const_vars:
+            for m in mutable:
+                if m is v:
+                    break
+            else:
+                for c in const:
+                    if c is v:
+                        break
+                else:
+                    const.append(v)
+        return const, mutable
     mutable = list(dict.fromkeys(mutable_vars))
     mset = set(map(id, mutable))
     const = [v for v in dict.fromkeys(const_vars) if id(v) not in mset]
@@ -128,6 +151,28 @@ def dedup_vars(const_vars: Sequence, mutable_vars: Sequence):
 
 # Ops with these properties run even when a variable they touch carries an error.
 SKIP_EXEMPT = frozenset((FnProperty.NO_SKIP, FnProperty.DELETE_VAR))
+
+
+def run_delete(errors: "ErrorBook", delete_fn: Callable, ctx, var) -> None:
+    """Run ``delete_fn`` of a variable nothing is queued on any more, then mark the variable deleted.
+
+    This is what MXNet's ``DeleteVariable`` op does when it runs, without the op: it runs even if
+    the variable carries an error (``DELETE_VAR`` is skip-exempt), counts as a write (``version``),
+    and an exception it raises is stored on the variable and raised at the next wait.
+    """
+    outer = getattr(worker_state, "op_name", None)
+    worker_state.op_name = "DeleteVariable"    # a blocking wait in here would deadlock: refuse it
+    try:
+        delete_fn(RunContext(ctx))
+    except BaseException as exc:  # noqa: BLE001 - travels with the data, re-raised at a wait
+        err = OpError("DeleteVariable", exc)
+        errors.record(err)
+        var.exception = err
+    else:
+        var.deleted = True
+    finally:
+        worker_state.op_name = outer
+    var.version += 1
 
 
 class ErrorBook:

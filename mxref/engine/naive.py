@@ -10,6 +10,7 @@ from .base import (
     RunContext,
     check_not_in_worker,
     dedup_vars,
+    run_delete,
     worker_state,
 )
 
@@ -68,10 +69,8 @@ class NaiveEngine(Engine):
                 v.exception = error
 
     def delete_variable(self, delete_fn, ctx, var):
-        def run(rctx):
-            delete_fn(rctx)
-            var.deleted = True
-        self.push_sync(run, ctx, (), (var,), FnProperty.DELETE_VAR, 0, "DeleteVariable")
+        # Everything pushed on var already ran: delete it now, as a DELETE_VAR op would.
+        run_delete(self.errors, delete_fn, ctx, var)
 
     def wait_for_var(self, var):
         check_not_in_worker("wait_for_var")

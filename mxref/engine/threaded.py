@@ -10,6 +10,12 @@ How one operation travels (MXNet's ``threaded_engine.cc`` + ``threaded_engine_pe
 The dependency core (``OprBlock``, ``ThreadedVar``, queues) is ``mxref._ext.engine_core`` (Cython)
 or its pure-Python twin ``mxref.engine.var_queue``; both behave identically.
 
+Deleting a variable (every dropped NDArray does) is not pushed as an op: ``retire`` either finds
+nothing queued on the variable and the delete function runs at once on the caller's thread, or
+parks it on the variable, and the completion that empties the variable's queue runs it, on the
+thread that completes, before that op stops counting as pending. Either way it runs after every
+use already pushed, as MXNet's ``DeleteVariable`` op, without a queue round trip per array.
+
 Worker groups, created on first use:
 
 * ``cpu(i)``: a FIFO queue served by ``MXNET_CPU_WORKER_NTHREADS`` threads (default 1, see below);
@@ -47,6 +53,7 @@ from .base import (
     RunContext,
     check_not_in_worker,
     in_inline_scope,
+    run_delete,
     worker_state,
 )
 from .base import _InlineUsers as _inline_users
@@ -129,6 +136,7 @@ class ThreadedEnginePerDevice(Engine):
         self._Opr = core.OprBlock
         self._register = core.register
         self._complete_core = core.complete
+        self._retire = core.retire
         self.nthreads = {
             "cpu_worker": cpu_worker_nthreads or env_int("MXNET_CPU_WORKER_NTHREADS", 1),
             "cpu_priority": cpu_priority_nthreads or env_int("MXNET_CPU_PRIORITY_NTHREADS", 4),
@@ -213,10 +221,17 @@ class ThreadedEnginePerDevice(Engine):
                 self._sleepers -= 1
 
     def delete_variable(self, delete_fn, ctx, var):
-        def delete(rctx):
-            delete_fn(rctx)
-            var.deleted = True
-        self.push_sync(delete, ctx, (), (var,), FnProperty.DELETE_VAR, 0, "DeleteVariable")
+        if self._bulkers and self._bulk.fns:
+            self._flush_bulk(self._bulk)          # bulked uses of var are not queued on it yet
+        if self._retire(var, (delete_fn, ctx, var)):
+            self._run_delete(delete_fn, ctx, var)
+        # else: parked on var; _complete runs it when var's last queued op completes
+
+    def _run_delete(self, delete_fn, ctx, var) -> None:
+        t0 = time.perf_counter_ns() if _prof.recording else 0
+        run_delete(self.errors, delete_fn, ctx, var)
+        if t0:
+            _profiler.record_op("DeleteVariable", ctx, t0, time.perf_counter_ns())
 
     # ------------------------------------------------------------------------------- dispatch
     def _dispatch(self, blk, pusher: bool) -> None:
@@ -323,12 +338,19 @@ class ThreadedEnginePerDevice(Engine):
             blk.error = OpError(name, exc)
             self.errors.record(blk.error)
         ready = self._complete_core(blk)
+        if ready:
+            # Deletions parked on variables this op was the last user of (retire tokens) run
+            # before the op stops counting as pending: once wait_for_all returns, they are done.
+            for nxt in ready:
+                if nxt.__class__ is tuple:
+                    self._run_delete(*nxt)
         self._pending.dec()
         if self._sleepers:                # someone in wait_for_all or back-pressure: let them recheck
             with self._cond:
                 self._cond.notify_all()
         for nxt in ready:
-            self._dispatch(nxt, False)
+            if nxt.__class__ is not tuple:
+                self._dispatch(nxt, False)
 
     # ---------------------------------------------------------------------------------- waits
     def wait_for_var(self, var):

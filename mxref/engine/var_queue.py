@@ -12,6 +12,10 @@ Reads between two writes run concurrently; writes are exclusive and run in push 
 waits on a counter of ``reads + writes + 1``; every variable that lets it go decrements the counter
 and the one that reaches zero dispatches it. The ``+1`` is released only after the operation has
 been appended to all its variables, so a fast completion elsewhere cannot dispatch it half-registered.
+
+Deleting a variable is not an operation: ``retire(var, token)`` answers ``True`` when nothing is
+queued on the variable (the caller deletes it at once), else it parks ``token`` on the variable and
+the ``complete`` call that empties the queue returns it among the released operations.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from typing import List, Optional, Sequence
 from ..base import MXNetError
 from .base import dedup_vars
 
-__all__ = ["WRITE_TRIGGERED", "OprBlock", "ThreadedVar", "register", "complete", "FIFOQueue",
+__all__ = ["WRITE_TRIGGERED", "OprBlock", "ThreadedVar", "register", "complete", "retire", "FIFOQueue",
            "PriorityQueue", "PendingCounter", "IMPLEMENTATION"]
 
 IMPLEMENTATION = "python"
@@ -49,7 +53,11 @@ class OprBlock:
     def __init__(self, fn, ctx, const_vars: Sequence = (), mutable_vars: Sequence = (), prop: int = 0,
                  priority: int = 0, name: str = "op", sync: bool = True, flags: int = 0):
         every = (*const_vars, *mutable_vars)
-        if len(every) > 1 and len(set(every)) != len(every):
+        if len(every) == 2:        # the usual op: one read, one write, or two of either
+            if every[0] is every[1]:
+                const_vars, mutable_vars = dedup_vars(const_vars, mutable_vars)
+                every = (*const_vars, *mutable_vars)
+        elif len(every) > 2 and len(set(every)) != len(every):
             const_vars, mutable_vars = dedup_vars(const_vars, mutable_vars)
             every = (*const_vars, *mutable_vars)
         self.const_vars = tuple(const_vars)
@@ -98,11 +106,12 @@ class _VarBlock:
 class ThreadedVar:
     """An engine variable with its dependency queue (MXNet's ``ThreadedVar``).
 
-    ``version`` counts completed writes; ``exception`` is the error of the last failed writer.
+    ``version`` counts completed writes; ``exception`` is the error of the last failed writer;
+    ``_retired`` holds the tokens of ``retire`` calls waiting for the queue to empty.
     """
 
     __slots__ = ("_lock", "_head", "_pending_write", "_num_pending_reads", "version", "exception",
-                 "deleted", "__weakref__")
+                 "deleted", "_retired", "__weakref__")
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -112,6 +121,7 @@ class ThreadedVar:
         self.version = 0
         self.exception = None
         self.deleted = False
+        self._retired = None
 
     def ready_to_read(self) -> bool:
         """No write is queued or running: a read pushed now would run at once."""
@@ -187,8 +197,9 @@ def register(opr: OprBlock) -> bool:
     return opr.decr_wait(ready)
 
 
-def complete(opr: OprBlock) -> List[OprBlock]:
-    """Mark ``opr`` complete on all its variables; return the ops that became ready to run.
+def complete(opr: OprBlock) -> list:
+    """Mark ``opr`` complete on all its variables; return the ops that became ready to run, and the
+    ``retire`` tokens of the variables whose queue it emptied.
 
     A failed op's error is stored on every variable it writes before the next user is released.
     """
@@ -197,6 +208,8 @@ def complete(opr: OprBlock) -> List[OprBlock]:
         nxt = v.complete_read()
         if nxt is not None and nxt.decr_wait():
             ready.append(nxt)
+        if v._retired is not None:
+            _take_retired(v, ready)
     error = opr.error
     for v in opr.mutable_vars:
         if error is not None:
@@ -204,7 +217,32 @@ def complete(opr: OprBlock) -> List[OprBlock]:
         for nxt in v.complete_write():
             if nxt.decr_wait():
                 ready.append(nxt)
+        if v._retired is not None:
+            _take_retired(v, ready)
     return ready
+
+
+def retire(var: ThreadedVar, token) -> bool:
+    """Ask to delete ``var`` after every operation queued on it: ``True`` when none is (the caller
+    deletes it now); else ``token`` is returned by the ``complete`` that empties its queue."""
+    if type(var) is not ThreadedVar:
+        raise MXNetError(f"DeleteVariable: {var!r} is not a variable of the threaded engine "
+                         "(create variables with engine.new_variable())")
+    with var._lock:
+        if var._pending_write is None and var._num_pending_reads == 0:
+            return True
+        if var._retired is None:
+            var._retired = []
+        var._retired.append(token)
+        return False
+
+
+def _take_retired(v: ThreadedVar, out: list) -> None:
+    """Move ``v``'s parked ``retire`` tokens to ``out`` if nothing is queued on it any more."""
+    with v._lock:
+        if v._retired is not None and v._pending_write is None and v._num_pending_reads == 0:
+            out.extend(v._retired)
+            v._retired = None
 
 
 class FIFOQueue:

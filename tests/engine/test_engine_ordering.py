@@ -124,8 +124,8 @@ def _priority_order(eng):
 
 
 @pytest.mark.parametrize("kind", ["threaded-python", "threaded-cython"])
-def test_delete_variable_jumps_the_fifo_queue(make, kind):
-    """A DELETE_VAR op released by a worker goes to the front of the FIFO queue."""
+def test_delete_variable_runs_before_queued_ops(make, kind):
+    """A deletion released by a worker's completion runs before the ops already queued."""
     eng = make(kind, cpu_worker_nthreads=1)
     gate, log = threading.Event(), []
     d = eng.new_variable()

@@ -87,24 +87,48 @@ def test_dedup_of_long_variable_lists(core):
     assert clean.const_vars == tuple(vs[:100]) and clean.wait == 301
 
 
-def _run_trace(core, seed, nvars=4, steps=120):
-    """Drive one core with random pushes and completions; return the trace of releases.
+def _name(released):
+    """An op's name, or a retire token (a string) as is."""
+    return released if isinstance(released, str) else released.name
+
+
+def _run_trace(core, seed, nvars=4, steps=120, retire_rate=0.0):
+    """Drive one core with random pushes, completions and (with ``retire_rate``) variable
+    retirements; return the trace of releases.
 
     The random choices depend only on the seed and on the trace so far, so two correct twins
-    take the same path and must produce the same trace.
+    take the same path and must produce the same trace. A retire token must come back exactly
+    once, and only when nothing is queued on its variable any more.
     """
     rng = random.Random(seed)
     vs = [core.ThreadedVar() for _ in range(nvars)]
+    live, tokens = list(vs), {}          # variables ops may still use; token -> variable
     running, trace, count = [], [], 0
+
+    def finish(op):
+        released = core.complete(op)
+        trace.append(("done", op.name, sorted(_name(o) for o in released)))
+        for o in released:
+            if isinstance(o, str):
+                v = tokens.pop(o)
+                assert v.ready_to_read() and not any(v in r.const_vars or v in r.mutable_vars
+                                                     for r in running)
+            else:
+                running.append(o)
+
     for _ in range(steps):
-        if running and (rng.random() < 0.45 or count > 40):
-            op = running.pop(rng.randrange(len(running)))
-            released = core.complete(op)
-            trace.append(("done", op.name, sorted(o.name for o in released)))
-            running.extend(released)
+        if retire_rate and live and rng.random() < retire_rate:
+            v = live.pop(rng.randrange(len(live)))
+            token = f"del{vs.index(v)}"
+            now = core.retire(v, token)
+            trace.append(("retire", token, now))
+            if not now:
+                tokens[token] = v
+        elif running and (rng.random() < 0.45 or count > 40):
+            finish(running.pop(rng.randrange(len(running))))
         else:
-            reads = [v for v in vs if rng.random() < 0.3]
-            writes = [v for v in vs if rng.random() < 0.25]
+            reads = [v for v in live if rng.random() < 0.3]
+            writes = [v for v in live if rng.random() < 0.25]
             op = core.OprBlock(None, None, tuple(reads), tuple(writes), name=f"op{count}")
             count += 1
             ready = core.register(op)
@@ -114,13 +138,11 @@ def _run_trace(core, seed, nvars=4, steps=120):
         _check_no_conflict(vs, running)
         running.sort(key=lambda o: int(o.name[2:]))
     while running:                                 # drain: everything pushed must finish
-        op = running.pop(0)
-        released = core.complete(op)
-        trace.append(("done", op.name, sorted(o.name for o in released)))
-        running.extend(released)
+        finish(running.pop(0))
         running.sort(key=lambda o: int(o.name[2:]))
     finished = {t[1] for t in trace if t[0] == "done"}
     assert finished == {f"op{i}" for i in range(count)}
+    assert tokens == {}                            # every parked retirement came back
     assert all(v.ready_to_read() for v in vs)
     trace.append(("versions", [v.version for v in vs]))
     return trace
@@ -147,6 +169,77 @@ def test_pure_twin_traces_are_consistent(seed):
 def test_pure_and_cython_twins_give_identical_traces(seed):
     """The Cython core releases exactly the same ops at exactly the same steps as the pure twin."""
     assert _run_trace(cy, seed) == _run_trace(pure, seed)
+
+
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_pure_twin_retire_traces_are_consistent(seed):
+    """With variables retired along the way, every token comes back once, when its var is idle."""
+    _run_trace(pure, seed, retire_rate=0.08)
+
+
+@needs_cy
+@given(seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_pure_and_cython_twins_retire_identically(seed):
+    """Both cores answer retire alike and hand its tokens back at the same completions."""
+    assert _run_trace(cy, seed, retire_rate=0.08) == _run_trace(pure, seed, retire_rate=0.08)
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_retire_an_idle_variable_answers_at_once(core):
+    """Nothing queued (fresh, or every op completed): retire says delete now and parks nothing."""
+    v = core.ThreadedVar()
+    assert core.retire(v, "fresh")
+    w = _op(core, "w", writes=[v])
+    assert core.register(w)
+    assert core.complete(w) == []
+    assert core.retire(v, "after")
+    assert core.complete(_op(core, "other")) == []
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_retire_waits_for_every_queued_op(core):
+    """Running write, queued read, queued write: the tokens (in retire order) come back with the
+    completion of the last of them, not before."""
+    v, u = core.ThreadedVar(), core.ThreadedVar()
+    w1, r, w2 = _op(core, "w1", writes=[v]), _op(core, "r", reads=[v, u]), _op(core, "w2", writes=[v])
+    assert core.register(w1) and not core.register(r) and not core.register(w2)
+    assert not core.retire(v, "del-a") and not core.retire(v, "del-b")
+    assert [_name(o) for o in core.complete(w1)] == ["r"]
+    assert [_name(o) for o in core.complete(r)] == ["w2"]
+    assert [_name(o) for o in core.complete(w2)] == ["del-a", "del-b"]
+    assert core.retire(v, "again")
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_retire_waits_for_the_last_of_concurrent_reads(core):
+    """Two reads run at once: only the one that completes last hands the token back."""
+    v = core.ThreadedVar()
+    r1, r2 = _op(core, "r1", reads=[v]), _op(core, "r2", reads=[v])
+    assert core.register(r1) and core.register(r2)
+    assert not core.retire(v, "del")
+    assert core.complete(r2) == []
+    assert core.complete(r1) == ["del"]
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_retire_rejects_a_foreign_variable(core):
+    """Only the core's own variables can be retired (MXNetError, as for pushes)."""
+    from mxref.base import MXNetError
+    with pytest.raises(MXNetError, match="not a variable of the threaded engine"):
+        core.retire(object(), "del")
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_dedup_of_a_variable_read_and_written(core):
+    """``a += 1``: the var read and written counts once, as a write (the small-list fast path),
+    and repeats within one list collapse to their first occurrence."""
+    a, b, c = core.ThreadedVar(), core.ThreadedVar(), core.ThreadedVar()
+    op = core.OprBlock(None, None, [a], [a])
+    assert op.const_vars == () and op.mutable_vars == (a,) and op.wait == 2
+    op = core.OprBlock(None, None, [b, a, b, c], [c, a, c])
+    assert op.const_vars == (b,) and op.mutable_vars == (c, a) and op.wait == 4
 
 
 @pytest.mark.parametrize("core", TWINS)
