@@ -2,7 +2,10 @@
 
 Math (``p = softmax(x)`` along ``axis``, ``l`` the class index of each row, clipped as ``pick``)::
 
-    loss = -(x[l] - max - log sum exp(x - max))          dx = g * (p - onehot(l)),   dlabel = 0
+    loss = -(x[l] - max - log sum exp(x - max))          dx = g * (p - onehot(l))
+
+The label gets no gradient (a variable label gets zeros from the gradient pass), so the backward
+operator has one output and allocates nothing for it.
 
 ``gluon.loss.SoftmaxCrossEntropyLoss`` called imperatively takes this instead of the four
 operators ``log_softmax``, ``pick``, ``negative`` and ``mean``: one engine operation forward and
@@ -57,7 +60,6 @@ def _backward(octx, p, inputs, outputs, req):
         np.put_along_axis(grad, idx, hit - 1, axis)
     grad *= np.expand_dims(g, axis)
     assign(outputs[0], req[0], grad)
-    assign(outputs[1], req[1], 0)
 
 
 def _shape(p, in_shapes):
@@ -77,13 +79,13 @@ def _shape(p, in_shapes):
 def _gradient(node, ograds):
     n = make_node("_backward_softmax_cross_entropy_pick", [ograds[0], *node.inputs],
                   node.name + "_backward", params=node.params)
-    return [NodeEntry(n, 0, 0), NodeEntry(n, 1, 0)]
+    return [NodeEntry(n, 0, 0), None]
 
 
 register(OpDef("_softmax_cross_entropy_pick", _forward, arguments=("data", "label"), params=PARAMS,
                infer_shape=_shape, infer_type=lambda p, t: (list(t), [t[0]]), gradient=_gradient,
                doc=__doc__))
 register(OpDef("_backward_softmax_cross_entropy_pick", _backward, arguments=("ograd", "data", "label"),
-               params=PARAMS, outputs=("data_grad", "label_grad"),
-               infer_shape=lambda p, s: (list(s), [s[1], s[2]]),
-               infer_type=lambda p, t: (list(t), [t[1], t[2]])))
+               params=PARAMS, outputs=("data_grad",),
+               infer_shape=lambda p, s: (list(s), [s[1]]),
+               infer_type=lambda p, t: (list(t), [t[1]])))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from nn_check import check_gradient, forward, grads
 
+import mxref as mx
 from mxref.base import MXNetError
 from mxref.ops import registry
 
@@ -29,7 +30,7 @@ def test_forward_matches_log_softmax_pick(rng, axis):
 
 
 def test_gradient_is_softmax_minus_one_hot(rng):
-    """d/dx = g * (softmax(x) - onehot(label)), checked numerically; the label gets zeros."""
+    """d/dx = g * (softmax(x) - onehot(label)), checked numerically; no gradient flows to the label."""
     x = rng.standard_normal((4, 3))
     label = np.array([2, 0, 1, 1], np.float64)
     check_gradient("_softmax_cross_entropy_pick", [x, label], wrt=[0])
@@ -38,7 +39,7 @@ def test_gradient_is_softmax_minus_one_hot(rng):
     p = np.exp(x) / np.exp(x).sum(1, keepdims=True)
     p[np.arange(4), label.astype(int)] -= 1
     np.testing.assert_allclose(dx, p * g[:, None], rtol=1e-10)
-    np.testing.assert_array_equal(dlabel, 0)
+    assert dlabel is None
 
 
 def test_shapes_and_errors():
@@ -67,3 +68,17 @@ def test_matrix_path_equals_the_general_path(rng, axis):
     dx2, _ = grads("_softmax_cross_entropy_pick", [x, label], [g], axis=axis)
     dx3, _ = grads("_softmax_cross_entropy_pick", [x[..., None], label[:, None]], [g[:, None]], axis=axis)
     np.testing.assert_array_equal(dx2, dx3[..., 0])
+
+
+def test_a_variable_label_gets_zeros():
+    """A label that asks for a gradient gets zeros, as through log_softmax + pick."""
+    x, label = mx.nd.array([[1.0, 2.0, 0.5]]), mx.nd.array([1.0])
+    x.attach_grad()
+    label.attach_grad()
+    label.grad[:] = 7
+    with mx.autograd.record():
+        loss = mx.nd._internal._softmax_cross_entropy_pick(x, label)
+    loss.backward()
+    np.testing.assert_array_equal(label.grad.asnumpy(), [0.0])
+    p = np.exp([1.0, 2.0, 0.5]) / np.exp([1.0, 2.0, 0.5]).sum()
+    np.testing.assert_allclose(x.grad.asnumpy()[0], p - [0, 1, 0], rtol=1e-6)
