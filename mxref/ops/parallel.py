@@ -26,13 +26,22 @@ _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
 
 
-def num_threads() -> int:
-    """Threads an operator may use: ``MXNET_OMP_MAX_THREADS`` / ``OMP_NUM_THREADS`` / CPUs."""
+def _threads_from_env() -> int:
     for var in ("MXNET_OMP_MAX_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(var, "").strip()
         if value.isdigit() and int(value) > 0:
             return int(value)
     return os.cpu_count() or 1
+
+
+# Read once: operators ask on every call, and os.environ lookups are not free on a hot path.
+NUM_THREADS = _threads_from_env()
+
+
+def num_threads() -> int:
+    """Threads an operator may use: ``MXNET_OMP_MAX_THREADS`` / ``OMP_NUM_THREADS`` / CPUs (read
+    at import; assign ``mxref.ops.parallel.NUM_THREADS`` to change it at run time)."""
+    return NUM_THREADS
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:

@@ -10,7 +10,7 @@ import mxref.ops.parallel as parallel
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
 def test_parallel_matmul_equals_numpy(monkeypatch, m, k, n, threads):
     """Splitting rows (tall outputs) or columns (wide ones) gives numpy's product, every dtype."""
-    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", threads)
+    monkeypatch.setattr(parallel, "NUM_THREADS", int(threads))
     monkeypatch.setattr(parallel, "MIN_GEMM_PER_THREAD", 1)
     monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
     rng = np.random.default_rng(0)
@@ -51,3 +51,15 @@ def test_openblas_thread_count_round_trips():
     finally:
         blas.set_num_threads(before)
     assert blas.get_num_threads() == before
+
+
+def test_thread_count_comes_from_mxnet_then_omp_variables(monkeypatch):
+    """``MXNET_OMP_MAX_THREADS`` wins over ``OMP_NUM_THREADS``; without either, the CPU count."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", "5")
+    assert parallel._threads_from_env() == 5
+    monkeypatch.delenv("MXNET_OMP_MAX_THREADS")
+    assert parallel._threads_from_env() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setattr(parallel.os, "cpu_count", lambda: 6)
+    assert parallel._threads_from_env() == 6

@@ -119,7 +119,7 @@ def test_fast_path_applies_only_where_it_can():
 @pytest.mark.parametrize("threads", [1, 2, 3, 7])
 def test_parallel_for_covers_the_range_once(monkeypatch, threads):
     """Every index is handled exactly once, in contiguous ranges, whatever the thread count."""
-    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", str(threads))
+    monkeypatch.setattr(parallel, "NUM_THREADS", threads)
     monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
     hits = np.zeros(10, int)
     ranges = []
@@ -134,7 +134,7 @@ def test_parallel_for_covers_the_range_once(monkeypatch, threads):
 
 def test_parallel_for_reraises_and_small_work_stays_inline(monkeypatch):
     """A failing range re-raises in the caller; tiny work runs on the calling thread only."""
-    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", "2")
+    monkeypatch.setattr(parallel, "NUM_THREADS", 2)
     monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
 
     def body(lo, hi):
@@ -155,7 +155,7 @@ def test_kernels_split_over_threads_give_identical_bits(monkeypatch, threads):
     monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
     results = {}
     for n in ("1", threads):
-        monkeypatch.setenv("MXNET_OMP_MAX_THREADS", n)
+        monkeypatch.setattr(parallel, "NUM_THREADS", int(n))
         results[n] = (conv_case(np.random.default_rng(0), 2, np.float32, 1, 1, 1, 1, "write")()
                       + list(pool_case(np.random.default_rng(1), 2, np.float32, 1, 1, "full", True)()))
     for a, b in zip(results["1"], results[threads]):
