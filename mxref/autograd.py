@@ -363,8 +363,11 @@ def _heads(heads, head_grads) -> Tuple[List[NodeEntry], List[NDArray]]:
         if e is None:
             raise MXNetError(_NOT_IN_GRAPH)
         if g is None:
-            with pause():
+            prev, _state.is_recording = _state.is_recording, False    # (not recorded: a constant)
+            try:
                 g = ones(h._shape, h._chunk.ctx, h._dtype)
+            finally:
+                _state.is_recording = prev
         elif g._shape != h._shape:
             raise MXNetError(f"backward: head gradient {i} has shape {g._shape}, but head {i} has "
                              f"shape {h._shape}")
