@@ -226,21 +226,33 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         ctx = current_context()
     eng = _engine_mod._engine or _engine_mod.get()
     single = plan.single
+    # The variable lists are spelled out for the usual one output and one or two inputs: a
+    # comprehension per call costs more than the rest of this bookkeeping.
     if out is None:
         if single is not None:
             shape, dtype = single
-            outputs = [NDArray(Chunk(plan.out_nbytes[0], ctx, eng.new_variable()), shape, dtype, 0)]
+            var = eng.new_variable()
+            outputs = [NDArray(Chunk(plan.out_nbytes[0], ctx, var), shape, dtype, 0)]
+            mutable_vars = [var]
         else:
             new_var = eng.new_variable
             outputs = [NDArray(Chunk(n, ctx, new_var()), s, t, 0)
                        for s, t, n in zip(plan.out_shapes, plan.out_dtypes, plan.out_nbytes)]
+            mutable_vars = [o._chunk.var for o in outputs]
     elif (single is not None and out.__class__ is NDArray and out._shape == single[0]
           and out._dtype == single[1] and out._chunk.ctx is ctx):
         outputs = [out]             # a += b: the common in-place case, already checked
+        mutable_vars = [out._chunk.var]
     else:
         outputs = _check_out(op, plan, out, ctx)
-    const_vars = [x._chunk.var for x in inputs]
-    mutable_vars = [o._chunk.var for o in outputs]
+        mutable_vars = [o._chunk.var for o in outputs]
+    n_in = len(inputs)
+    if n_in == 1:
+        const_vars = [inputs[0]._chunk.var]
+    elif n_in == 2:
+        const_vars = [inputs[0]._chunk.var, inputs[1]._chunk.var]
+    else:
+        const_vars = [x._chunk.var for x in inputs]
     for i in plan.mutate:
         mutable_vars.append(inputs[i]._chunk.var)
     resources = ()

@@ -38,18 +38,24 @@ _ENV_PREFIX = {"cpu": "CPU", "cpu_pinned": "CPU_PINNED", "gpu": "GPU"}
 
 _lock = threading.Lock()
 _managers: Dict[object, PooledStorageManager] = {}
+# The last (context, manager) looked up: allocations come in runs on one Context object, and an
+# identity test skips Context's Python-level __hash__/__eq__ in the dict lookup.
+_last: tuple = (None, None)
 _cpu_device: Optional[CPUDevice] = None
 _core_override: Optional[str] = None     # "python" / "cython" / None (= the loader decides)
 
 
 def get_manager(ctx) -> PooledStorageManager:
     """The pool of ``ctx``, created on first use (thread-safe)."""
-    mgr = _managers.get(ctx)
-    if mgr is None:
-        with _lock:
-            mgr = _managers.get(ctx)
-            if mgr is None:
-                mgr = _managers[ctx] = _create(ctx)
+    global _last
+    last_ctx, mgr = _last          # one read of the pair: another thread may replace it
+    if ctx is last_ctx:
+        return mgr
+    with _lock:                    # under the lock, so reset() cannot leave a stale pair behind
+        mgr = _managers.get(ctx)
+        if mgr is None:
+            mgr = _managers[ctx] = _create(ctx)
+        _last = (ctx, mgr)
     return mgr
 
 
@@ -122,10 +128,11 @@ def core_kind() -> str:
 def reset() -> None:
     """Release and forget every pool and re-read the environment (tests). Handles still lent
     keep working: freeing one goes back to its old pool."""
-    global _cpu_device
+    global _cpu_device, _last
     with _lock:
         old = list(_managers.values())
         _managers.clear()
+        _last = (None, None)
         _cpu_device = None
     for mgr in old:
         mgr.release_all()

@@ -23,6 +23,18 @@ def test_pool_per_context_created_once(fresh_storage):
     assert storage.get_manager(cpu(0)) is not got[0]
 
 
+def test_repeated_lookups_and_reset(fresh_storage):
+    """Equal Context objects share a pool whichever was looked up last; reset() forgets the pool
+    even for the very Context object looked up just before."""
+    ctx = cpu(1)
+    first = storage.get_manager(ctx)
+    assert storage.get_manager(ctx) is first and storage.get_manager(cpu(1)) is first
+    assert storage.get_manager(cpu(2)) is not first and storage.get_manager(ctx) is first
+    manager.reset()
+    fresh = storage.get_manager(ctx)
+    assert fresh is not first and storage.get_manager(cpu(1)) is fresh
+
+
 def test_defaults_pool_cpu_with_naive_strategy(fresh_storage):
     """CPU defaults to the Naive pool with a 5% reserve; cpu_shared is never pooled."""
     m = storage.get_manager(cpu())
