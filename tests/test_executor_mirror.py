@@ -7,13 +7,6 @@ import pytest
 import mxref as mx
 
 
-@pytest.fixture(autouse=True)
-def _one_operator_thread(monkeypatch):
-    """Kernels split over operator threads may sum in a different order from run to run; with one
-    thread the comparisons below test mirroring alone."""
-    monkeypatch.setenv("MXNET_OMP_MAX_THREADS", "1")
-
-
 def _net(depth=4):
     x = mx.sym.Variable("data")
     for i in range(depth):

@@ -3,9 +3,9 @@
 MXNet has one pool of operator threads (OpenMP); numpy's OpenBLAS has a pool of its own, whose
 threads busy-wait for ~0.1 s after every call. Next to mxref's operator threads (and on a busy
 machine) those spinning threads take the cores the other work needs: a LeNet step at two threads
-was measured up to 6x slower with OpenBLAS at two threads than at one. So when mxref splits GEMMs
-over its operator threads (``mxref/ops/parallel.py``) it first sets OpenBLAS to one thread;
-``MXREF_BLAS_SPLIT=0`` leaves BLAS threading to the BLAS library instead.
+was measured up to 6x slower with OpenBLAS at two threads than at one. So when mxref has several
+operator threads to split GEMMs over (``mxref/ops/parallel.py``), it sets OpenBLAS to one thread
+when it is imported; ``MXREF_BLAS_SPLIT=0`` leaves BLAS threading to the BLAS library instead.
 
 The library is found the way ``threadpoolctl`` finds it: the OpenBLAS shared object numpy loaded
 (listed in ``/proc/self/maps``, or bundled in ``numpy.libs``), called through ``ctypes``.
@@ -83,8 +83,8 @@ def split_enabled() -> bool:
 
 
 def take_over() -> None:
-    """Set OpenBLAS to one thread, once, before the first split GEMM (operator threads run the
-    parts side by side; BLAS threads of their own would only compete with them)."""
+    """Set OpenBLAS to one thread, once (operator threads run the parts of a GEMM side by side;
+    BLAS threads of their own would only compete with them)."""
     global _taken_over
     if not _taken_over:
         with _lock:

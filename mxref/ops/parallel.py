@@ -37,6 +37,12 @@ def _threads_from_env() -> int:
 # Read once: operators ask on every call, and os.environ lookups are not free on a hot path.
 NUM_THREADS = _threads_from_env()
 
+# With several operator threads, they (not OpenBLAS's own threads) run the GEMMs' parts: BLAS goes
+# to one thread now, at import, so every GEMM of the process, split or not, runs the same way
+# from the first step on (a switch at the first split would change the bits of later results).
+if NUM_THREADS > 1 and blas.split_enabled():
+    blas.take_over()
+
 
 def num_threads() -> int:
     """Threads an operator may use: ``MXNET_OMP_MAX_THREADS`` / ``OMP_NUM_THREADS`` / CPUs (read
@@ -93,7 +99,6 @@ def parallel_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray
     threads = min(num_threads(), max(1, m * n * k // MIN_GEMM_PER_THREAD))
     if threads <= 1 or not blas.split_enabled():
         return np.matmul(a, b, out=out)
-    blas.take_over()
     if m >= n:
         parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), work_per_item=n * k)
     else:

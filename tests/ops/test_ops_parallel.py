@@ -1,4 +1,8 @@
 """Operator threads: GEMMs split over them equal numpy's, and the BLAS thread control works."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -63,3 +67,34 @@ def test_thread_count_comes_from_mxnet_then_omp_variables(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS")
     monkeypatch.setattr(parallel.os, "cpu_count", lambda: 6)
     assert parallel._threads_from_env() == 6
+
+
+@pytest.mark.skipif(blas.get_num_threads() is None, reason="numpy's BLAS is not a controllable OpenBLAS")
+@pytest.mark.parametrize("split,expected", [("1", 1), ("0", 2)])
+def test_import_hands_blas_threads_to_operator_threads(split, expected):
+    """With two operator threads, ``import mxref`` sets OpenBLAS to one thread (so every GEMM of
+    the process runs the same way); ``MXREF_BLAS_SPLIT=0`` leaves OpenBLAS's own count."""
+    env = dict(os.environ, OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2", MXREF_BLAS_SPLIT=split)
+    env.pop("MXNET_OMP_MAX_THREADS", None)
+    code = "import mxref; from mxref.ops import blas; print(blas.get_num_threads())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert int(out.stdout.split()[-1]) == expected
+
+
+def test_repeated_runs_give_identical_bits():
+    """The same forward+backward twice in one process gives the same bits (no switch of BLAS
+    threads between the first and later runs)."""
+    import mxref as mx
+    rng = np.random.default_rng(0)
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(mx.sym.Convolution(data, kernel=(3, 3), num_filter=8), num_hidden=16)
+    ex = net.simple_bind(mx.cpu(), data=(16, 3, 10, 10))
+    for arr in ex.arg_dict.values():
+        arr[:] = rng.standard_normal(arr.shape)
+    results = []
+    for _ in range(2):
+        ex.forward(is_train=True)
+        ex.backward(mx.nd.ones(ex.outputs[0].shape))
+        results.append([a.asnumpy().copy() for a in [ex.outputs[0]] + list(ex.grad_arrays)])
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
