@@ -33,7 +33,7 @@ from .base import MXNetError
 from .ndarray import imperative as _imperative
 from .ndarray.chunk import Chunk
 from .ndarray.ndarray import NDArray
-from .ndarray.utils import ones, zeros
+from .ndarray.utils import zeros
 from .ops import registry
 from .symbol.graph import Node, NodeEntry, topo_sort
 
@@ -345,6 +345,27 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
     return xs, [values[s] for s in plan.grads], list(plan.produced)
 
 
+_ones_params: Dict[tuple, tuple] = {}
+
+
+def _ones_like(h: NDArray) -> NDArray:
+    """The default head gradient: ``ones`` of ``h``'s shape, dtype and context, not recorded.
+
+    The operator's parameters are parsed once per (shape, dtype): a training loop asks for the
+    same ones every step.
+    """
+    key = (h._shape, h._dtype)
+    hit = _ones_params.get(key)
+    if hit is None:
+        op = registry.get("_ones")
+        hit = _ones_params[key] = (op, *_imperative.parse_params(op, {"shape": h._shape, "dtype": h._dtype}))
+    prev, _state.is_recording = _state.is_recording, False
+    try:
+        return _imperative.invoke(hit[0], hit[1], hit[2], [], None, h._chunk.ctx)[0]
+    finally:
+        _state.is_recording = prev
+
+
 def _position(v: NDArray, index: Dict[int, int]) -> Optional[int]:
     e = v._ag
     return None if e is None else index.get(id(e.node))
@@ -363,11 +384,7 @@ def _heads(heads, head_grads) -> Tuple[List[NodeEntry], List[NDArray]]:
         if e is None:
             raise MXNetError(_NOT_IN_GRAPH)
         if g is None:
-            prev, _state.is_recording = _state.is_recording, False    # (not recorded: a constant)
-            try:
-                g = ones(h._shape, h._chunk.ctx, h._dtype)
-            finally:
-                _state.is_recording = prev
+            g = _ones_like(h)
         elif g._shape != h._shape:
             raise MXNetError(f"backward: head gradient {i} has shape {g._shape}, but head {i} has "
                              f"shape {h._shape}")
