@@ -301,8 +301,7 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
     pass (not a head gradient or a forward value passed through).
     """
     ys, head_values = _heads(heads, head_grads)
-    topo = topo_sort(ys)
-    index = {id(n): i for i, n in enumerate(topo)}
+    topo, index = _plan.tape_order(ys)
     key = _plan.structure_key(topo, index)
     if key is not None:
         heads_at = tuple((index[id(y.node)], y.index) for y in ys)

@@ -20,7 +20,7 @@ from .passes.base import Graph
 from .passes.gradient import gradient as _gradient_pass
 from .symbol.graph import Node, NodeEntry, topo_sort
 
-__all__ = ["Plan", "structure_key", "build_plan", "cached_plan"]
+__all__ = ["Plan", "tape_order", "structure_key", "build_plan", "cached_plan"]
 
 _MAX_PLANS = 64     # structures remembered (a loop over sequence lengths records one per length)
 _plans: Dict[tuple, "Plan"] = {}
@@ -62,6 +62,30 @@ def params_key(node: Node):
         return key
     except TypeError:
         return None
+
+
+def tape_order(ys: Sequence[NodeEntry]) -> Tuple[List[Node], Dict[int, int]]:
+    """The recorded nodes reachable from ``ys``, inputs first (``topo_sort``'s order), and each
+    node's position by ``id``. Recorded nodes have no control dependencies, so this walk skips them."""
+    order: List[Node] = []
+    index: Dict[int, int] = {}
+    seen = set()
+    for root in ys:
+        stack = [(root.node, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                index[id(node)] = len(order)
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for e in reversed(node.inputs):
+                if id(e.node) not in seen:
+                    stack.append((e.node, False))
+    return order, index
 
 
 def structure_key(topo: Sequence[Node], index: Dict[int, int]) -> Optional[tuple]:

@@ -6,6 +6,7 @@ import pytest
 import mxref as mx
 from mxref import autograd as ag
 from mxref import autograd_plan, nd
+from mxref.symbol.graph import topo_sort
 
 
 @pytest.fixture
@@ -175,3 +176,15 @@ def test_replay_equals_fresh_build_bit_for_bit(no_plans):
     replayed = run()
     for f, r in zip(fresh, replayed):
         np.testing.assert_array_equal(f, r)
+
+
+def test_tape_order_is_topo_sort_order():
+    """The walk over a recorded graph gives topo_sort's order (inputs first, shared nodes once)."""
+    x, w = _var([[1.0, 2.0]]), _var([[0.5, -1.0]])
+    with ag.record():
+        h = x * w
+        y = nd.sin(h) + h * x
+        z = nd.exp(y) * h
+    order, index = autograd_plan.tape_order([z._ag, y._ag])
+    assert [id(n) for n in order] == [id(n) for n in topo_sort([z._ag, y._ag])]
+    assert index == {id(n): i for i, n in enumerate(order)}

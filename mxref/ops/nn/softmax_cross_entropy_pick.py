@@ -58,7 +58,7 @@ def _backward(octx, p, inputs, outputs, req):
     else:
         hit = np.take_along_axis(grad, idx, axis)
         np.put_along_axis(grad, idx, hit - 1, axis)
-    grad *= np.expand_dims(g, axis)
+    grad *= g.reshape(g.shape[:axis] + (1,) + g.shape[axis:])     # g broadcast over the classes
     assign(outputs[0], req[0], grad)
 
 
