@@ -13,6 +13,7 @@ the freshly built backward graph, op for op, so the results are the same.
 """
 from __future__ import annotations
 
+import threading
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .base import MXNetError
@@ -24,6 +25,7 @@ __all__ = ["Plan", "tape_order", "structure_key", "build_plan", "cached_plan"]
 
 _MAX_PLANS = 64     # structures remembered (a loop over sequence lengths records one per length)
 _plans: Dict[tuple, "Plan"] = {}
+_lock = threading.Lock()
 
 
 class Step(NamedTuple):
@@ -117,9 +119,10 @@ def cached_plan(key: tuple) -> Optional[Plan]:
 
 
 def remember(key: tuple, plan: Plan) -> None:
-    if len(_plans) >= _MAX_PLANS:
-        del _plans[next(iter(_plans))]       # the oldest
-    _plans[key] = plan
+    with _lock:      # (threads may differentiate at once; lookups need no lock)
+        if len(_plans) >= _MAX_PLANS:
+            del _plans[next(iter(_plans))]       # the oldest
+        _plans[key] = plan
 
 
 def build_plan(topo: List[Node], index: Dict[int, int], ys: List[NodeEntry],

@@ -1,5 +1,7 @@
 """Backward plans (``mxref/autograd_plan.py``): a graph recorded again with the same structure
 replays the plan built for the first one, with the same results as a freshly built plan."""
+import threading
+
 import numpy as np
 import pytest
 
@@ -188,3 +190,33 @@ def test_tape_order_is_topo_sort_order():
     order, index = autograd_plan.tape_order([z._ag, y._ag])
     assert [id(n) for n in order] == [id(n) for n in topo_sort([z._ag, y._ag])]
     assert index == {id(n): i for i, n in enumerate(order)}
+
+
+def test_plans_are_bounded_and_threads_share_them(no_plans):
+    """More structures than the cache holds forget the oldest; threads differentiating at once
+    (each its own graph) all get their own gradients."""
+    x = _var([1.0, 2.0])
+    for k in range(autograd_plan._MAX_PLANS + 5):
+        with ag.record():
+            y = x * float(k + 1)
+        y.backward()
+        np.testing.assert_allclose(x.grad.asnumpy(), [k + 1.0] * 2)
+    assert len(no_plans) == autograd_plan._MAX_PLANS
+    errors = []
+
+    def work(k):
+        try:
+            a = _var([float(k)])
+            for _ in range(20):
+                with ag.record():
+                    y = a * a * (k % 3 + 1.0)
+                y.backward()
+                np.testing.assert_allclose(a.grad.asnumpy(), [2.0 * k * (k % 3 + 1.0)])
+        except Exception as exc:       # surfaced below, on the main thread
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
