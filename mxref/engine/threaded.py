@@ -344,8 +344,10 @@ class ThreadedEnginePerDevice(Engine):
             for nxt in ready:
                 if nxt.__class__ is tuple:
                     self._run_delete(*nxt)
-        self._pending.dec()
-        if self._sleepers:                # someone in wait_for_all or back-pressure: let them recheck
+        left = self._pending.dec()
+        # Someone in wait_for_all (waits for 0) or back-pressure (for max_pending): wake them when
+        # the count reaches what they wait for, not at every completion of a long drain.
+        if self._sleepers and (left == 0 or left == self.max_pending):
             with self._cond:
                 self._cond.notify_all()
         for nxt in ready:
