@@ -4,7 +4,9 @@ A step is forward, backward and the SGD update (learning rate 0.01, momentum 0.9
 synthetic batch:
 
 * MLP 784-512-512-10 (ReLU), batch 128;
-* LeNet-5 on 1x28x28 (conv5x5x20, tanh, maxpool2, conv5x5x50, tanh, maxpool2, fc500, tanh, fc10), batch 64.
+* LeNet-5 on 1x28x28 (conv5x5x20, tanh, maxpool2, conv5x5x50, tanh, maxpool2, fc500, tanh, fc10), batch 64;
+* ``dense8`` (not run by default): the MLP's layers shrunk to 8-8-3 on 8 features, batch 4, so
+  that a step is nearly all framework overhead (Python, engine operations), not arithmetic.
 
 Systems, each in its own subprocess with the same thread count ``T`` (``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` = T, ``torch.set_num_threads(T)``,
@@ -46,9 +48,10 @@ MXNET = os.environ.get("MXNET191_PYTHON", "/work/venvs/mxnet191/bin/python")
 TORCH = os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python")
 SYSTEMS = {"mxref-module": MXREF, "mxref-hybrid": MXREF, "mxref-imperative": MXREF,
            "mxnet-module": MXNET, "mxnet-hybrid": MXNET, "torch": TORCH}
-BATCH = {"mlp": 128, "lenet": 64}
-SHAPE = {"mlp": (784,), "lenet": (1, 28, 28)}
-ITERS = {"mlp": 20, "lenet": 5}
+BATCH = {"mlp": 128, "lenet": 64, "dense8": 4}
+SHAPE = {"mlp": (784,), "lenet": (1, 28, 28), "dense8": (8,)}
+ITERS = {"mlp": 20, "lenet": 5, "dense8": 200}
+HIDDEN = {"mlp": (512, 512, 10), "dense8": (8, 8, 3)}
 SGD = {"learning_rate": 0.01, "momentum": 0.9}
 
 
@@ -57,7 +60,7 @@ def _data(model):
     rng = np.random.RandomState(0)
     batch = BATCH[model]
     return (rng.normal(0, 1, (batch,) + SHAPE[model]).astype("float32"),
-            rng.randint(0, 10, batch).astype("float32"))
+            rng.randint(0, HIDDEN[model][2] if model in HIDDEN else 10, batch).astype("float32"))
 
 
 def gluon_net(gluon, model):
@@ -65,8 +68,9 @@ def gluon_net(gluon, model):
     nn = gluon.nn
     net = nn.HybridSequential()
     with net.name_scope():
-        if model == "mlp":
-            net.add(nn.Dense(512, activation="relu"), nn.Dense(512, activation="relu"), nn.Dense(10))
+        if model in HIDDEN:
+            h1, h2, out = HIDDEN[model]
+            net.add(nn.Dense(h1, activation="relu"), nn.Dense(h2, activation="relu"), nn.Dense(out))
         else:
             net.add(nn.Conv2D(20, 5, activation="tanh"), nn.MaxPool2D(2, 2),
                     nn.Conv2D(50, 5, activation="tanh"), nn.MaxPool2D(2, 2),
@@ -74,10 +78,20 @@ def gluon_net(gluon, model):
     return net
 
 
+def _symbol(sym, model):
+    """``symbol_net``'s networks, plus ``dense8``."""
+    if model != "dense8":
+        return symbol_net(sym, model)
+    h = sym.Variable("data")
+    for i, n in enumerate(HIDDEN[model][:2]):
+        h = sym.Activation(sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"), act_type="relu")
+    return sym.SoftmaxOutput(sym.FullyConnected(h, num_hidden=HIDDEN[model][2], name="fc3"), name="softmax")
+
+
 def run_module(mx, model, iters, repeats):
     x, y = _data(model)
     batch = BATCH[model]
-    mod = mx.mod.Module(symbol_net(mx.sym, model), context=mx.cpu())
+    mod = mx.mod.Module(_symbol(mx.sym, model), context=mx.cpu())
     mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", y.shape)])
     mod.init_params(initializer=mx.init.Xavier())
     mod.init_optimizer(optimizer="sgd", optimizer_params=dict(SGD, rescale_grad=1.0 / batch))
@@ -113,9 +127,9 @@ def run_torch(model, iters, repeats, threads):
     import torch  # noqa: PLC0415
     torch.set_num_threads(threads)
     nn = torch.nn
-    if model == "mlp":
-        net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
-                            nn.Linear(512, 10))
+    if model in HIDDEN:
+        (h1, h2, out), (n_in,) = HIDDEN[model], SHAPE[model]
+        net = nn.Sequential(nn.Linear(n_in, h1), nn.ReLU(), nn.Linear(h1, h2), nn.ReLU(), nn.Linear(h2, out))
     else:
         net = nn.Sequential(nn.Conv2d(1, 20, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.Tanh(),
                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.Tanh(), nn.Linear(500, 10))
