@@ -247,7 +247,9 @@ class ThreadedEnginePerDevice(Engine):
             queue = self._cpu_queue(-1)
         else:
             dev = ctx.device_id if ctx is not None else 0
-            queue = self._cpu_fifo.get(dev) or self._cpu_queue(dev)
+            queue = self._cpu_fifo.get(dev)
+            if queue is None:       # NOTE: not `or`: an empty queue is falsy (it has __len__)
+                queue = self._cpu_queue(dev)
         if prop == _DELETE:
             queue.push_front(blk, blk.priority)    # free memory as early as possible
         else:
