@@ -57,14 +57,14 @@ class _ExecEntry:
     """An executor bound to one input signature, with what a call needs to use it."""
 
     def __init__(self, executor, data_names: List[str], grad_names: List[str],
-                 grad_params: List[Parameter], direct: List[NDArray]):
+                 grad_params: List[Parameter], direct: List[NDArray], param_inputs: List[NDArray]):
         self.executor = executor
         self.data_names = data_names
         self.grad_names = grad_names          # the data inputs then the parameters taking a gradient
         self.grad_params = grad_params
-        # The arrays of grad_params the executor is bound to (what ``p.data(ctx)`` returns while
-        # the key that found this entry holds): the recorded call's inputs.
-        self.param_inputs = [executor.arg_dict[name] for name in grad_names[len(data_names):]]
+        # ``p.data(ctx)`` of each of grad_params when bound (the key that finds this entry says
+        # they still are): the recorded call's inputs besides the data.
+        self.param_inputs = param_inputs
         # Parameters' .grad buffers bound as the executor's own gradient arrays: under backward()
         # the executor writes them and autograd has nothing left to copy.
         self.direct = direct
@@ -254,7 +254,7 @@ class HybridBlock(Block):
             arg_arrays[name] = nd.zeros(x.shape, ctx, x.dtype)
             if wants:
                 grads[name] = nd.zeros(x.shape, ctx, x.dtype)
-        grad_names, grad_params, direct = list(data_names), [], []
+        grad_names, grad_params, direct, param_inputs = list(data_names), [], [], []
         for name in out.list_arguments():
             if name in arg_arrays:
                 continue
@@ -272,11 +272,12 @@ class HybridBlock(Block):
                 reqs[name] = "write"
                 grad_names.append(name)
                 grad_params.append(p)
+                param_inputs.append(arg_arrays[name])
         for name in data_names:
             reqs[name] = "write" if name in grads else "null"
         aux = {name: params[name].data(ctx) for name in out.list_auxiliary_states()}
         executor = _bind(out, ctx, arg_arrays, grads or None, reqs, aux)
-        entry = _ExecEntry(executor, data_names, grad_names, grad_params, direct)
+        entry = _ExecEntry(executor, data_names, grad_names, grad_params, direct, param_inputs)
         self._evict_signatures()
         self._cached_execs.setdefault(key, []).append(entry)
         return entry
