@@ -265,7 +265,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     kernel = plan.kernel
     if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
         kernel = _kernel(op, plan, ctx)
-    run = _KernelCall(inputs + outputs, n_in, kernel, _state.is_train, ctx, resources, params, plan.req)
+    run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, plan.req)
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     if _record_hook is not None:
         _record_hook(op, params, inputs, outputs)

@@ -215,3 +215,26 @@ def test_ufunc_helpers_take_arrays_or_numbers(any_engine):
     assert mx.nd.true_divide is mx.nd.divide
     with pytest.raises(mx.MXNetError, match="operands must be NDArrays or numbers"):
         mx.nd.add(a, "x")
+
+
+def test_pushed_function_drops_its_arrays_once_run(any_engine):
+    """The op holds its input and output arrays only until it has run (the engine may keep the
+    finished op object around a while); inputs given as a tuple work the same."""
+    import gc
+    import weakref
+    a = mx.nd.ones((4,))
+    out = imperative.invoke_name("elemwise_add", (a, a), {})[0]
+    pushed = []
+    eng = mx.engine.get()
+    real_push = eng.push_sync
+    eng.push_sync = lambda fn, *args, **kw: (pushed.append(fn), real_push(fn, *args, **kw))
+    try:
+        b = out * 3
+    finally:
+        del eng.push_sync
+    np.testing.assert_allclose(b.asnumpy(), [6.0] * 4)
+    mx.nd.waitall()
+    ref = weakref.ref(out)
+    del out
+    gc.collect()
+    assert ref() is None and pushed and pushed[0].arrays is None
