@@ -354,12 +354,18 @@ cpdef bint retire(object var, object token) except -1:
         raise MXNetError(f"DeleteVariable: {var!r} is not a variable of the threaded engine "
                          "(create variables with engine.new_variable())")
     cdef ThreadedVar v = <ThreadedVar>var
+    cdef list parked = None
+    # NOTE: the list is made before the test. Allocating may run the garbage collector, whose
+    # finalizers may let another thread complete v's last op: between the test and the parking
+    # no Python code may run, or the token could be parked on an idle variable and never return.
+    if v.retired is None:
+        parked = [token]
     if v.pending_write is NULL and v.num_pending_reads == 0:
         return True
     if v.retired is None:
-        v.retired = [token]
+        v.retired = parked if parked is not None else [token]
     else:
-        v.retired.append(token)
+        v.retired.append(token)            # grows the list's array only: no collection
     return False
 
 
