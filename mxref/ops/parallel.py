@@ -40,7 +40,8 @@ NUM_THREADS = _threads_from_env()
 # With several operator threads, they (not OpenBLAS's own threads) run the GEMMs' parts: BLAS goes
 # to one thread now, at import, so every GEMM of the process, split or not, runs the same way
 # from the first step on (a switch at the first split would change the bits of later results).
-if NUM_THREADS > 1 and blas.split_enabled():
+SPLIT_GEMMS = NUM_THREADS > 1 and blas.split_enabled()
+if SPLIT_GEMMS:
     blas.take_over()
 
 
@@ -61,7 +62,7 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
 def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int = 1) -> None:
     """Call ``fn(lo, hi)`` over contiguous ranges covering ``[0, n)``, on up to ``num_threads()``
     threads, and return when all are done; an exception from any range is re-raised here."""
-    chunks = min(num_threads(), n, max(1, n * work_per_item // MIN_WORK_PER_THREAD))
+    chunks = min(NUM_THREADS, n, max(1, n * work_per_item // MIN_WORK_PER_THREAD))
     if chunks <= 1:
         fn(0, n)
         return
@@ -80,7 +81,9 @@ def parallel_elementwise(fn: Callable[..., None], *arrays) -> None:
     ufunc loops release the GIL), or once on the whole arrays when they are not all C-contiguous
     and of one size (a strided view cannot be cut into flat ranges)."""
     size = arrays[0].size
-    if not all(a.flags.c_contiguous and a.size == size for a in arrays):
+    # Most calls are small (the check costs less than a thread hand-off would): run them at once.
+    if size < 2 * MIN_WORK_PER_THREAD or NUM_THREADS == 1 or \
+            not all(a.flags.c_contiguous and a.size == size for a in arrays):
         fn(*arrays)
         return
     flat = [a.reshape(-1) for a in arrays]
@@ -96,8 +99,7 @@ def parallel_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray
     threads, each part one single-threaded BLAS call (see ``mxref/ops/blas.py``)."""
     m, k = a.shape
     n = b.shape[1]
-    threads = min(num_threads(), max(1, m * n * k // MIN_GEMM_PER_THREAD))
-    if threads <= 1 or not blas.split_enabled():
+    if not SPLIT_GEMMS or m * n * k < 2 * MIN_GEMM_PER_THREAD:
         return np.matmul(a, b, out=out)
     if m >= n:
         parallel_for(m, lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), work_per_item=n * k)

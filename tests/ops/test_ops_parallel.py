@@ -15,6 +15,7 @@ import mxref.ops.parallel as parallel
 def test_parallel_matmul_equals_numpy(monkeypatch, m, k, n, threads):
     """Splitting rows (tall outputs) or columns (wide ones) gives numpy's product, every dtype."""
     monkeypatch.setattr(parallel, "NUM_THREADS", int(threads))
+    monkeypatch.setattr(parallel, "SPLIT_GEMMS", True)
     monkeypatch.setattr(parallel, "MIN_GEMM_PER_THREAD", 1)
     monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
     rng = np.random.default_rng(0)
@@ -34,6 +35,7 @@ def test_split_can_be_turned_off(monkeypatch):
     """``MXREF_BLAS_SPLIT=0`` leaves the product to one BLAS call (and BLAS's own threads)."""
     monkeypatch.setenv("MXREF_BLAS_SPLIT", "0")
     assert not blas.split_enabled()
+    monkeypatch.setattr(parallel, "SPLIT_GEMMS", False)
     calls = []
     monkeypatch.setattr(parallel, "parallel_for", lambda *a, **k: calls.append(a))
     monkeypatch.setattr(parallel, "MIN_GEMM_PER_THREAD", 1)
