@@ -19,8 +19,11 @@ import numpy as np
 
 from . import blas
 
-# Below this many elements of work per call the hand-off (~20 µs) costs more than it saves.
+# Below this much work per thread (elements of a C loop) the hand-off (~20 µs) costs more than
+# it saves.
 MIN_WORK_PER_THREAD = 32768
+# The same for a numpy elementwise pass (a ReLU of 128 x 512 runs in ~20 µs: not worth a thread).
+MIN_ELEMENTS_PER_THREAD = 1 << 17
 
 _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
@@ -82,7 +85,7 @@ def parallel_elementwise(fn: Callable[..., None], *arrays) -> None:
     and of one size (a strided view cannot be cut into flat ranges)."""
     size = arrays[0].size
     # Most calls are small (the check costs less than a thread hand-off would): run them at once.
-    if size < 2 * MIN_WORK_PER_THREAD or NUM_THREADS == 1 or \
+    if size < 2 * MIN_ELEMENTS_PER_THREAD or NUM_THREADS == 1 or \
             not all(a.flags.c_contiguous and a.size == size for a in arrays):
         fn(*arrays)
         return

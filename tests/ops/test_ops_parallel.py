@@ -100,3 +100,24 @@ def test_repeated_runs_give_identical_bits():
         results.append([a.asnumpy().copy() for a in [ex.outputs[0]] + list(ex.grad_arrays)])
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+
+
+def test_parallel_elementwise_splits_only_large_contiguous_arrays(monkeypatch):
+    """Large contiguous arrays are cut into one flat range per thread (same result as one call);
+    small ones, and strided views, run in one call."""
+    monkeypatch.setattr(parallel, "NUM_THREADS", 2)
+    calls = []
+
+    def tanh(x, out):
+        calls.append(x.size)
+        np.tanh(x, out=out)
+    big = np.random.default_rng(0).standard_normal((4, parallel.MIN_ELEMENTS_PER_THREAD))
+    out = np.empty_like(big)
+    parallel.parallel_elementwise(tanh, big, out)
+    np.testing.assert_array_equal(out, np.tanh(big))
+    assert sorted(calls) == [big.size // 2] * 2
+    for arrays in ((big[:, :10], np.empty((4, 10))), (big[:, ::2], np.empty((4, big.shape[1] // 2)))):
+        calls.clear()
+        parallel.parallel_elementwise(tanh, *arrays)
+        assert calls == [arrays[0].size]
+        np.testing.assert_array_equal(arrays[1], np.tanh(arrays[0]))
