@@ -68,26 +68,9 @@ def params_key(node: Node):
 
 def tape_order(ys: Sequence[NodeEntry]) -> Tuple[List[Node], Dict[int, int]]:
     """The recorded nodes reachable from ``ys``, inputs first (``topo_sort``'s order), and each
-    node's position by ``id``. Recorded nodes have no control dependencies, so this walk skips them."""
-    order: List[Node] = []
-    index: Dict[int, int] = {}
-    seen = set()
-    for root in ys:
-        stack = [(root.node, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                index[id(node)] = len(order)
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for e in reversed(node.inputs):
-                if id(e.node) not in seen:
-                    stack.append((e.node, False))
-    return order, index
+    node's position by ``id``."""
+    order = topo_sort(ys)
+    return order, {id(node): i for i, node in enumerate(order)}
 
 
 def structure_key(topo: Sequence[Node], index: Dict[int, int]) -> Optional[tuple]:

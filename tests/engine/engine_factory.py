@@ -32,3 +32,16 @@ def make_engine(kind, **kwargs):
     # really overlap.
     kwargs.setdefault("cpu_worker_nthreads", 2)
     return ThreadedEnginePerDevice(use_ext=use_ext, **kwargs)
+
+
+def queue_behind_a_blocker(eng, ctx, log):
+    """On a one-worker engine: a blocked op, then a write to a new variable ``d`` (logs "w"), then
+    three independent ops (log "n0".."n2"), all queued. Returns ``(gate, d)``; ``gate.set()``
+    releases the worker. What the test pushes next shows where it lands in that queue."""
+    import threading  # noqa: PLC0415
+    gate, d = threading.Event(), eng.new_variable()
+    eng.push_sync(lambda r: gate.wait(10), ctx, (), (eng.new_variable(),), name="blocker")
+    eng.push_sync(lambda r: log.append("w"), ctx, (), (d,))
+    for i in range(3):
+        eng.push_sync(lambda r, i=i: log.append(f"n{i}"), ctx, (), (eng.new_variable(),))
+    return gate, d

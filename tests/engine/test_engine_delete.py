@@ -3,6 +3,7 @@ and core alike; failures travel like an op's; bulked uses count."""
 import threading
 
 import pytest
+from engine_factory import queue_behind_a_blocker
 
 from mxref.base import MXNetError
 from mxref.context import cpu
@@ -92,12 +93,8 @@ def test_delete_of_a_foreign_variable_is_refused(threaded):
 def test_a_pushed_delete_var_op_jumps_the_fifo_queue(make, kind):
     """An explicitly pushed DELETE_VAR op released by a worker goes to the front of the FIFO queue."""
     eng = make(kind, cpu_worker_nthreads=1)
-    gate, log = threading.Event(), []
-    d = eng.new_variable()
-    eng.push_sync(lambda r: gate.wait(10), CPU, (), (eng.new_variable(),), name="blocker")
-    eng.push_sync(lambda r: log.append("w"), CPU, (), (d,))
-    for i in range(3):
-        eng.push_sync(lambda r, i=i: log.append(f"n{i}"), CPU, (), (eng.new_variable(),))
+    log = []
+    gate, d = queue_behind_a_blocker(eng, CPU, log)
     eng.push_sync(lambda r: log.append("free"), CPU, (), (d,), FnProperty.DELETE_VAR)
     gate.set()
     eng.wait_for_all()

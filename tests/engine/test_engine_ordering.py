@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from engine_factory import queue_behind_a_blocker
 
 import mxref as mx
 from mxref.engine.base import FnProperty
@@ -127,12 +128,8 @@ def _priority_order(eng):
 def test_delete_variable_runs_before_queued_ops(make, kind):
     """A deletion released by a worker's completion runs before the ops already queued."""
     eng = make(kind, cpu_worker_nthreads=1)
-    gate, log = threading.Event(), []
-    d = eng.new_variable()
-    eng.push_sync(lambda r: gate.wait(10), CPU, (), (eng.new_variable(),), name="blocker")
-    eng.push_sync(lambda r: log.append("w"), CPU, (), (d,))
-    for i in range(3):
-        eng.push_sync(lambda r, i=i: log.append(f"n{i}"), CPU, (), (eng.new_variable(),))
+    log = []
+    gate, d = queue_behind_a_blocker(eng, CPU, log)
     eng.delete_variable(lambda r: log.append("delete"), CPU, d)
     gate.set()
     eng.wait_for_all()
