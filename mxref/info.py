@@ -21,11 +21,12 @@ def info(file=None) -> dict:
 
     Shows versions, which fast paths are active and why (Cython or pure Python, selected by
     ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT``), the engine type and its thread counts, the
-    storage pools and the number of GPUs.
+    operator threads and BLAS threads, the storage pools and the number of GPUs.
     """
     from . import __version__, engine, storage  # noqa: PLC0415
     from ._ext import loader  # noqa: PLC0415
     from .context import num_gpus  # noqa: PLC0415
+    from .ops import blas, parallel  # noqa: PLC0415
 
     eng = engine.get()
     storage.get_manager(__import__("mxref").cpu())   # make sure the CPU pool's choice is recorded
@@ -41,6 +42,11 @@ def info(file=None) -> dict:
     desc = eng.describe() if hasattr(eng, "describe") else {"type": eng.name}
     for key, value in desc.items():
         report[f"engine.{key}"] = value
+    report["operator threads"] = parallel.NUM_THREADS
+    blas_threads = blas.get_num_threads()
+    report["blas"] = "not a controllable OpenBLAS" if blas_threads is None else \
+        f"OpenBLAS, {blas_threads} thread(s)" + (", GEMMs split over operator threads"
+                                                 if parallel.SPLIT_GEMMS else "")
     for name, (path, reason) in sorted(loader.STATUS.items()):
         report[f"ext.{name}"] = f"{path} ({reason})"
     for ctx, text in storage.describe().items():

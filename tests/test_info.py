@@ -15,6 +15,8 @@ def test_info_reports_versions_engine_and_storage():
     assert report["engine.type"] == mx.engine.engine_type()
     assert any(k.startswith("storage.cpu(0)") for k in report)
     assert "engine.type" in text and report["gpus"] == 0
+    assert report["operator threads"] == mx.ops.parallel.NUM_THREADS
+    assert report["blas"].startswith(("OpenBLAS", "not a controllable"))
 
 
 def test_info_says_why_pure_python_is_used():
