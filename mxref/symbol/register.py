@@ -278,7 +278,10 @@ def _random_function(dist: str) -> Callable:
             return wrapper("_random_" + dist)(**kwargs)
         if len(symbolic) != len([k for k in dist_params if k in kwargs]):
             raise MXNetError(f"random.{dist}: distribution parameters must be all Symbols or all numbers")
-        return wrapper("_sample_" + dist)(**kwargs)
+        # The sampler's inputs have their own names (``_sample_normal(mu, sigma)``): pass them
+        # in order, as MXNet's front end does.
+        inputs = [kwargs.pop(k) for k in dist_params if k in kwargs]
+        return wrapper("_sample_" + dist)(*inputs, **kwargs)
     sample.__name__ = sample.__qualname__ = dist
     sample.__module__ = "mxref.symbol.random"
     sample.__doc__ = (f"Draw from the {dist} distribution: ``_random_{dist}`` when the parameters "
