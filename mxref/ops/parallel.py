@@ -62,6 +62,16 @@ def _get_pool(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool_in_child() -> None:
+    # A forked child (a DataLoader worker) inherits the pool object but not its threads.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int = 1) -> None:
     """Call ``fn(lo, hi)`` over contiguous ranges covering ``[0, n)``, on up to ``num_threads()``
     threads, and return when all are done; an exception from any range is re-raised here."""

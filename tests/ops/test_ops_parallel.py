@@ -121,3 +121,21 @@ def test_parallel_elementwise_splits_only_large_contiguous_arrays(monkeypatch):
         parallel.parallel_elementwise(tanh, *arrays)
         assert calls == [arrays[0].size]
         np.testing.assert_array_equal(arrays[1], np.tanh(arrays[0]))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_a_pool_of_its_own(monkeypatch):
+    """After fork the child's split work runs on fresh threads (the parent's do not exist there)."""
+    monkeypatch.setattr(parallel, "NUM_THREADS", 2)
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+    parallel.parallel_for(4, lambda lo, hi: None)      # the parent's pool exists now
+    pid = os.fork()
+    if pid == 0:    # child: split work must finish, and on a new pool
+        try:
+            hits = np.zeros(4, int)
+            parallel.parallel_for(4, lambda lo, hi: hits.__setitem__(slice(lo, hi), 1))
+            os._exit(0 if hits.all() else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
