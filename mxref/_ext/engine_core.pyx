@@ -381,30 +381,70 @@ cdef inline void _take_retired(ThreadedVar v, list out) noexcept:
 # Blocking queues
 # --------------------------------------------------------------------------------------------
 
-cdef class FIFOQueue:
-    """A blocking FIFO (a ring buffer); ``push_front`` lets ``DELETE_VAR`` ops jump the line."""
+cdef class _BlockingQueue:
+    """What both blocking queues share: the mutex, the condition a waiting ``pop`` sleeps on, the
+    item count and the number of sleepers; subclasses keep the items and say which comes next."""
 
     cdef pthread_mutex_t mu
     cdef pthread_cond_t cv
-    cdef PyObject** buf
-    cdef Py_ssize_t cap, start, size, nwait
+    cdef Py_ssize_t size, nwait
 
     def __cinit__(self):
         pthread_mutex_init(&self.mu, NULL)
         pthread_cond_init(&self.cv, NULL)
+        self.size = self.nwait = 0
+
+    def __dealloc__(self):      # runs after the subclass has released its items
+        pthread_cond_destroy(&self.cv)
+        pthread_mutex_destroy(&self.mu)
+
+    cdef PyObject* _take(self) noexcept nogil:
+        # Called with the mutex held and size > 0: remove the next item and return it.
+        return NULL
+
+    def pop(self):
+        """Block until an item is available and return the next one."""
+        cdef PyObject* p
+        pthread_mutex_lock(&self.mu)        # fast path: an item is waiting, keep the GIL
+        if self.size:
+            p = self._take()
+            pthread_mutex_unlock(&self.mu)
+        else:
+            pthread_mutex_unlock(&self.mu)
+            with nogil:                     # NOTE: unlock before taking the GIL back
+                pthread_mutex_lock(&self.mu)
+                while self.size == 0:
+                    self.nwait += 1
+                    pthread_cond_wait(&self.cv, &self.mu)
+                    self.nwait -= 1
+                p = self._take()
+                pthread_mutex_unlock(&self.mu)
+        item = <object>p
+        Py_DECREF(item)                     # the queue's reference; `item` holds its own
+        return item
+
+    def __len__(self):
+        return self.size
+
+
+cdef class FIFOQueue(_BlockingQueue):
+    """A blocking FIFO (a ring buffer); ``push_front`` lets ``DELETE_VAR`` ops jump the line."""
+
+    cdef PyObject** buf
+    cdef Py_ssize_t cap, start
+
+    def __cinit__(self):
         self.cap = 64
         self.buf = <PyObject**>malloc(self.cap * sizeof(PyObject*))
         if self.buf is NULL:
             raise MemoryError("engine FIFO queue")
-        self.start = self.size = self.nwait = 0
+        self.start = 0
 
     def __dealloc__(self):
         cdef Py_ssize_t i
         for i in range(self.size):
             Py_DECREF(<object>self.buf[(self.start + i) % self.cap])
         free(self.buf)
-        pthread_cond_destroy(&self.cv)
-        pthread_mutex_destroy(&self.mu)
 
     cdef int _grow(self) nogil:
         # Called with the mutex held: unroll the ring into a buffer twice as large.
@@ -453,29 +493,6 @@ cdef class FIFOQueue:
         self.size -= 1
         return p
 
-    def pop(self):
-        """Block until an item is available and return it."""
-        cdef PyObject* p
-        pthread_mutex_lock(&self.mu)        # fast path: an item is waiting, keep the GIL
-        if self.size:
-            p = self._take()
-            pthread_mutex_unlock(&self.mu)
-        else:
-            pthread_mutex_unlock(&self.mu)
-            with nogil:                     # NOTE: unlock before taking the GIL back
-                pthread_mutex_lock(&self.mu)
-                while self.size == 0:
-                    self.nwait += 1
-                    pthread_cond_wait(&self.cv, &self.mu)
-                    self.nwait -= 1
-                p = self._take()
-                pthread_mutex_unlock(&self.mu)
-        item = <object>p
-        Py_DECREF(item)                     # the queue's reference; `item` holds its own
-        return item
-
-    def __len__(self):
-        return self.size
 
 
 ctypedef struct HeapEntry:
@@ -489,23 +506,18 @@ cdef inline bint _above(HeapEntry* a, HeapEntry* b) noexcept nogil:
     return a.priority > b.priority or (a.priority == b.priority and a.seq < b.seq)
 
 
-cdef class PriorityQueue:
+cdef class PriorityQueue(_BlockingQueue):
     """A blocking max-priority queue (higher pops first; equal priorities in push order)."""
 
-    cdef pthread_mutex_t mu
-    cdef pthread_cond_t cv
     cdef HeapEntry* heap
-    cdef Py_ssize_t cap, size, nwait
+    cdef Py_ssize_t cap
     cdef unsigned long long seq
 
     def __cinit__(self):
-        pthread_mutex_init(&self.mu, NULL)
-        pthread_cond_init(&self.cv, NULL)
         self.cap = 64
         self.heap = <HeapEntry*>malloc(self.cap * sizeof(HeapEntry))
         if self.heap is NULL:
             raise MemoryError("engine priority queue")
-        self.size = self.nwait = 0
         self.seq = 0
 
     def __dealloc__(self):
@@ -513,8 +525,6 @@ cdef class PriorityQueue:
         for i in range(self.size):
             Py_DECREF(<object>self.heap[i].item)
         free(self.heap)
-        pthread_cond_destroy(&self.cv)
-        pthread_mutex_destroy(&self.mu)
 
     def push(self, item, long long priority=0):
         cdef Py_ssize_t i, parent
@@ -571,29 +581,6 @@ cdef class PriorityQueue:
             self.heap[i] = last
         return p
 
-    def pop(self):
-        """Block until an item is available and return the highest-priority one."""
-        cdef PyObject* p
-        pthread_mutex_lock(&self.mu)
-        if self.size:
-            p = self._take()
-            pthread_mutex_unlock(&self.mu)
-        else:
-            pthread_mutex_unlock(&self.mu)
-            with nogil:                     # NOTE: unlock before taking the GIL back
-                pthread_mutex_lock(&self.mu)
-                while self.size == 0:
-                    self.nwait += 1
-                    pthread_cond_wait(&self.cv, &self.mu)
-                    self.nwait -= 1
-                p = self._take()
-                pthread_mutex_unlock(&self.mu)
-        item = <object>p
-        Py_DECREF(item)
-        return item
-
-    def __len__(self):
-        return self.size
 
 
 cdef class PendingCounter:
