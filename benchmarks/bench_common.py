@@ -3,6 +3,7 @@ code and the launcher of one measuring subprocess. Standard library only: the MX
 interpreters import it too (a script's own folder is first on ``sys.path``)."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -56,3 +57,28 @@ def measure(python, script, system, model, threads, iters, repeats, clock="wall"
            "--threads", str(threads), "--iters", str(iters), "--repeats", str(repeats), "--clock", clock]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def add_timing_arguments(parser, workers, block_help="calls per timed block (default per model)"):
+    """The options both throughput benchmarks take, and the hidden ``--worker``/``--model`` of the
+    subprocess that does the measuring (``workers``: the systems it can run)."""
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--iters", type=int, default=0, help=block_help)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=1, help="alternate the systems this many times")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="'cpu' divides by the process's CPU time (all its threads): steadier than "
+                             "wall time on a shared machine, fair only when no thread spins idle")
+    parser.add_argument("--worker", choices=list(workers), help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+
+
+def alternate(measure_fn, systems, model, args, iters):
+    """Each system's rates over ``args.rounds`` rounds, the systems taking turns within a round
+    (so load changes on a shared machine hit them all alike); ``measure_fn`` is the script's
+    ``measure(system, model, threads, iters, repeats, clock)``."""
+    rates = {s: [] for s in systems}
+    for _ in range(args.rounds):
+        for s in systems:
+            rates[s] += measure_fn(s, model, args.threads, iters, args.repeats, args.clock)
+    return rates

@@ -27,7 +27,7 @@ import os
 import statistics
 import sys
 
-from bench_common import CLOCK, symbol_net, time_steps
+from bench_common import add_timing_arguments, alternate, symbol_net, time_steps
 from bench_common import measure as _measure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -143,15 +143,7 @@ def measure(system, model, threads, iters, repeats, clock="wall"):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=["mlp", "lenet", "tiny"])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=0, help="iterations per timed block (default per model)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=1, help="alternate the systems this many times")
-    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
-                        help="'cpu' divides by the process's CPU time (all its threads): steadier than "
-                             "wall time on a shared machine, fair only when no thread spins idle")
-    parser.add_argument("--worker", choices=sorted(PYTHONS), help=argparse.SUPPRESS)
-    parser.add_argument("--model", help=argparse.SUPPRESS)
+    add_timing_arguments(parser, PYTHONS, "iterations per timed block (default per model)")
     args = parser.parse_args(argv)
     if args.worker:
         args.iters = args.iters or ITERS[args.model]
@@ -162,11 +154,7 @@ def main(argv=None):
     print(f"{'model':6} {'system':8} {'samples/s':>10} {'min':>8} {'max':>8} | mxref / system")
     for model in args.models:
         systems = ["mxref", "mxnet", "torch"] + (["numpy"] if model == "mlp" else [])
-        rates = {s: [] for s in systems}
-        for _ in range(args.rounds):
-            for s in systems:
-                rates[s] += measure(s, model, args.threads, args.iters or ITERS[model], args.repeats,
-                                    args.clock)
+        rates = alternate(measure, systems, model, args, args.iters or ITERS[model])
         med = {s: statistics.median(r) for s, r in rates.items()}
         for s in systems:
             ratio = "" if s == "mxref" else f"{med['mxref'] / med[s]:.2f}x"

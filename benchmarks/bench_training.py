@@ -38,7 +38,7 @@ import os
 import statistics
 import sys
 
-from bench_common import CLOCK, symbol_net, time_steps
+from bench_common import add_timing_arguments, alternate, symbol_net, time_steps
 from bench_common import measure as _measure
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -175,15 +175,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=["mlp", "lenet"], choices=sorted(BATCH))
     parser.add_argument("--systems", nargs="*", default=list(SYSTEMS), choices=list(SYSTEMS))
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--iters", type=int, default=0, help="steps per timed block (default per model)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=1, help="alternate the systems this many times")
-    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
-                        help="'cpu' divides by the process's CPU time (all its threads): steadier than "
-                             "wall time on a shared machine, fair only when no thread spins idle")
-    parser.add_argument("--worker", choices=list(SYSTEMS), help=argparse.SUPPRESS)
-    parser.add_argument("--model", help=argparse.SUPPRESS)
+    add_timing_arguments(parser, SYSTEMS, "steps per timed block (default per model)")
     args = parser.parse_args(argv)
     if args.worker:
         args.iters = args.iters or ITERS[args.model]
@@ -194,11 +186,7 @@ def main(argv=None):
     print(f"{'model':6} {'system':17} {'samples/s':>10} {'min':>8} {'max':>8} | "
           f"{'/ mxnet-module':>14} {'/ mxnet-hybrid':>14}")
     for model in args.models:
-        rates = {s: [] for s in args.systems}
-        for _ in range(args.rounds):
-            for s in args.systems:
-                rates[s] += measure(s, model, args.threads, args.iters or ITERS[model], args.repeats,
-                                    args.clock)
+        rates = alternate(measure, args.systems, model, args, args.iters or ITERS[model])
         med = {s: statistics.median(r) for s, r in rates.items()}
         for s in args.systems:
             ratios = [f"{med[s] / med[ref]:13.2f}x" if ref in med else f"{'':14}"
