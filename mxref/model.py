@@ -47,10 +47,8 @@ def save_checkpoint(prefix: str, epoch: int, symbol, arg_params: Dict[str, nd.ND
     """
     if symbol is not None:
         symbol.save(f"{prefix}-symbol.json", remove_amp_cast=remove_amp_cast)
-    save_dict = {f"arg:{k}": v.as_in_context(cpu()) for k, v in arg_params.items()}
-    save_dict.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in aux_params.items()})
     param_name = "%s-%04d.params" % (prefix, epoch)
-    nd.save(param_name, save_dict)
+    nd.save(param_name, params_to_save_dict(arg_params, aux_params))
     logging.info('Saved checkpoint to "%s"', param_name)
 
 
@@ -58,20 +56,35 @@ def load_params(prefix: str, epoch: int) -> Tuple[Dict[str, nd.NDArray], Dict[st
     """``(arg_params, aux_params)`` from ``prefix-%04d.params``; keys lose their ``arg:``/``aux:``."""
     fname = "%s-%04d.params" % (prefix, epoch)
     save_dict = nd.load(fname)
-    arg_params: Dict[str, nd.NDArray] = {}
-    aux_params: Dict[str, nd.NDArray] = {}
     if not save_dict:
         logging.warning("Params file '%s' is empty", fname)
-        return arg_params, aux_params
+        return {}, {}
     if not isinstance(save_dict, dict):
         raise MXNetError(f"load_params: '{fname}' holds an unnamed list of arrays, not a checkpoint "
                          "dict with 'arg:'/'aux:' keys")
+    return split_save_dict(save_dict, fname)
+
+
+def params_to_save_dict(arg_params: Dict[str, nd.NDArray], aux_params: Dict[str, nd.NDArray]) -> dict:
+    """MXNet's parameter-file dict: ``arg:<name>`` and ``aux:<name>`` keys, arrays copied to CPU."""
+    save_dict = {f"arg:{k}": v.as_in_context(cpu()) for k, v in arg_params.items()}
+    save_dict.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in aux_params.items()})
+    return save_dict
+
+
+def split_save_dict(save_dict: dict, fname: str, strict: bool = False):
+    """``(arg_params, aux_params)`` from a parameter-file dict, the ``arg:``/``aux:`` prefixes
+    removed; other keys are skipped, or with ``strict`` an error naming the file and key."""
+    arg_params: Dict[str, nd.NDArray] = {}
+    aux_params: Dict[str, nd.NDArray] = {}
     for key, value in save_dict.items():
         kind, _, name = key.partition(":")
         if kind == "arg":
             arg_params[name] = value
         elif kind == "aux":
             aux_params[name] = value
+        elif strict:
+            raise ValueError(f"Invalid param file {fname}: key '{key}' has no arg:/aux: prefix")
     return arg_params, aux_params
 
 

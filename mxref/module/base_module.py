@@ -17,10 +17,9 @@ import numpy as np
 from .. import metric as _metric
 from .. import ndarray as nd
 from ..base import MXNetError
-from ..context import cpu
 from ..initializer import Uniform
 from ..io.base import DataBatch, DataDesc, DataIter
-from ..model import BatchEndParam
+from ..model import BatchEndParam, params_to_save_dict, split_save_dict
 
 __all__ = ["BaseModule"]
 
@@ -305,24 +304,11 @@ class BaseModule:
 
     def save_params(self, fname: str) -> None:
         """Write the parameters to ``fname`` in MXNet's format (``arg:``/``aux:`` keys)."""
-        arg_params, aux_params = self.get_params()
-        save_dict = {f"arg:{k}": v.as_in_context(cpu()) for k, v in arg_params.items()}
-        save_dict.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in aux_params.items()})
-        nd.save(fname, save_dict)
+        nd.save(fname, params_to_save_dict(*self.get_params()))
 
     def load_params(self, fname: str) -> None:
         """Read parameters written by ``save_params`` (or MXNet) and assign them."""
-        save_dict = nd.load(fname)
-        arg_params, aux_params = {}, {}
-        for key, value in save_dict.items():
-            kind, _, name = key.partition(":")
-            if kind == "arg":
-                arg_params[name] = value
-            elif kind == "aux":
-                aux_params[name] = value
-            else:
-                raise ValueError(f"Invalid param file {fname}: key '{key}' has no arg:/aux: prefix")
-        self.set_params(arg_params, aux_params)
+        self.set_params(*split_save_dict(nd.load(fname), fname, strict=True))
 
     def _check_ready(self, what: str) -> None:
         if not (self.binded and self.params_initialized):
