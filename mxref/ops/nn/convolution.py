@@ -97,7 +97,7 @@ def forward(octx, p, inputs, outputs, req):
     def put(lo, hi):
         part = res3[:, lo:hi].swapaxes(0, 1)
         if bias is not None:
-            part = np.add(part, bias, out=res3[:, lo:hi].swapaxes(0, 1))
+            part += bias
         assign(out3[lo:hi], req[0], part)
     parallel_for(n, put, work_per_item=res3[:, 0].size)
 
@@ -122,10 +122,12 @@ def backward(octx, p, inputs, outputs, req):
     if req[0] != "null":
         kk, cg = int(np.prod(k)), w.shape[1]
         dcols = np.empty((kk, g * cg, og_f.shape[1]), dtype=og.dtype)  # (K, C, N*O)
-        if g == 1:
+        if g == 1:      # one 2-D GEMM, which the operator threads can split
             parallel_matmul(wk[0], og_f, out=dcols.reshape(kk * cg, -1))
-        for i in range(g if g > 1 else 0):
-            np.matmul(wk[i].reshape(kk, cg, fg), og_f[i * fg:(i + 1) * fg], out=dcols[:, i * cg:(i + 1) * cg])
+        else:
+            for i in range(g):
+                np.matmul(wk[i].reshape(kk, cg, fg), og_f[i * fg:(i + 1) * fg],
+                          out=dcols[:, i * cg:(i + 1) * cg])
         assign(outputs[0], req[0], conv_col2im(dcols, x.shape, k, s, d, pd, og.shape[2:]))
     if not p["no_bias"]:
         assign(outputs[2], req[2], og_f.sum(axis=1))

@@ -144,8 +144,7 @@ def conv_columns(x: np.ndarray, kernel, stride, dilate, pad, out_shape) -> np.nd
     if ext is None:
         return im2col_t(pad_spatial(x, pad), kernel, stride, dilate, out_shape)
     x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = [_hw(a, nd, 1) for a in (kernel, stride, dilate, out_shape)]
-    ph, pw = _hw(pad, nd, 0)
+    kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geometry_2d(kernel, stride, dilate, pad, out_shape)
     n, c = x.shape[:2]
     cols = np.empty((c * kh * kw, n * oh * ow), dtype=x.dtype)
     parallel_for(n, lambda lo, hi: ext.im2col_2d(x4, cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
@@ -161,8 +160,7 @@ def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_sha
     if ext is None:
         padded = tuple(x_shape[:2]) + tuple(a + 2 * p for a, p in zip(x_shape[2:], pad))
         return col2im_kc(dcols, padded, kernel, stride, dilate, out_shape, pad)
-    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = [_hw(a, nd, 1) for a in (kernel, stride, dilate, out_shape)]
-    ph, pw = _hw(pad, nd, 0)
+    kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geometry_2d(kernel, stride, dilate, pad, out_shape)
     n, c = x_shape[:2]
     dx = np.empty(as_2d(x_shape, nd), dtype=dcols.dtype)
     d3 = np.ascontiguousarray(dcols).reshape(kh * kw, c, -1)
@@ -171,6 +169,9 @@ def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_sha
     return dx.reshape(x_shape)
 
 
-def _hw(values, nd: int, fill: int) -> Tuple[int, int]:
-    """A per-axis tuple as ``(height, width)``; a 1-D window gets height ``fill``."""
-    return tuple(values) if nd == 2 else (fill, values[0])
+def geometry_2d(kernel, stride, dilate, pad, out_shape) -> Tuple[int, ...]:
+    """``(kh, kw, sh, sw, dh, dw, ph, pw, oh, ow)`` for the C kernels: a 1-D window is a 2-D one of
+    height 1 (kernel, stride, dilate and output 1, pad 0)."""
+    if len(kernel) == 2:
+        return (*kernel, *stride, *dilate, *pad, *out_shape)
+    return (1, kernel[0], 1, stride[0], 1, dilate[0], 0, pad[0], 1, out_shape[0])

@@ -20,7 +20,7 @@ from ...base import MXNetError
 from ..parallel import parallel_for
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, known, uniform_type
-from .im2col import as_2d, crop_spatial, fast_kernels, out_size, pad_spatial
+from .im2col import as_2d, crop_spatial, fast_kernels, geometry_2d, out_size, pad_spatial
 
 PARAMS = {
     "kernel": Param("shape", (), doc="Pooling kernel size: (w,), (h, w) or (d, h, w)."),
@@ -95,8 +95,7 @@ def _max_pool_fast(x, k, s, pd, out, og=None, y=None):
     ext = fast_kernels(x, nd)
     if ext is None:
         return None
-    (kh, kw), (sh, sw), (ph, pw) = [(a[0], a[1]) if nd == 2 else (fill, a[0])
-                                    for a, fill in ((k, 1), (s, 1), (pd, 0))]
+    kh, kw, sh, sw, _, _, ph, pw, _, _ = geometry_2d(k, s, (1,) * nd, pd, out)
     x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
     n, c = x.shape[:2]
     work = c * int(np.prod(out)) * kh * kw
