@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-import threading
 from typing import Optional
 
 # numpy's wheels bundle OpenBLAS with prefixed symbols; a system OpenBLAS has the plain names.
@@ -24,10 +23,8 @@ _SET_NAMES = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threa
 _GET_NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
               "openblas_get_num_threads64_", "openblas_get_num_threads")
 
-_lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
 _searched = False
-_taken_over = False
 
 
 def _candidates():
@@ -80,14 +77,3 @@ def split_enabled() -> bool:
     """Whether operator threads may split GEMMs: ``MXREF_BLAS_SPLIT`` is not ``0`` and numpy's
     BLAS is an OpenBLAS whose threads mxref can turn down."""
     return os.environ.get("MXREF_BLAS_SPLIT", "1") != "0" and _library() is not None
-
-
-def take_over() -> None:
-    """Set OpenBLAS to one thread, once (operator threads run the parts of a GEMM side by side;
-    BLAS threads of their own would only compete with them)."""
-    global _taken_over
-    if not _taken_over:
-        with _lock:
-            if not _taken_over:
-                set_num_threads(1)
-                _taken_over = True

@@ -37,7 +37,8 @@ def _threads_from_env() -> int:
     return os.cpu_count() or 1
 
 
-# Read once: operators ask on every call, and os.environ lookups are not free on a hot path.
+# Read once (operators ask on every call, and os.environ lookups are not free on a hot path);
+# assign ``mxref.ops.parallel.NUM_THREADS`` to change it at run time.
 NUM_THREADS = _threads_from_env()
 
 # With several operator threads, they (not OpenBLAS's own threads) run the GEMMs' parts: BLAS goes
@@ -45,13 +46,7 @@ NUM_THREADS = _threads_from_env()
 # from the first step on (a switch at the first split would change the bits of later results).
 SPLIT_GEMMS = NUM_THREADS > 1 and blas.split_enabled()
 if SPLIT_GEMMS:
-    blas.take_over()
-
-
-def num_threads() -> int:
-    """Threads an operator may use: ``MXNET_OMP_MAX_THREADS`` / ``OMP_NUM_THREADS`` / CPUs (read
-    at import; assign ``mxref.ops.parallel.NUM_THREADS`` to change it at run time)."""
-    return NUM_THREADS
+    blas.set_num_threads(1)
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
@@ -73,7 +68,7 @@ if hasattr(os, "register_at_fork"):
 
 
 def parallel_for(n: int, fn: Callable[[int, int], None], work_per_item: int = 1) -> None:
-    """Call ``fn(lo, hi)`` over contiguous ranges covering ``[0, n)``, on up to ``num_threads()``
+    """Call ``fn(lo, hi)`` over contiguous ranges covering ``[0, n)``, on up to ``NUM_THREADS``
     threads, and return when all are done; an exception from any range is re-raised here."""
     chunks = min(NUM_THREADS, n, max(1, n * work_per_item // MIN_WORK_PER_THREAD))
     if chunks <= 1:
