@@ -1,30 +1,16 @@
 """The mpi engine under mpiexec at 1-5 processes, checked against MPI's own Allreduce and Bcast."""
-import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI4PY = True
-except ImportError:
-    HAVE_MPI4PY = False
-
-needs_mpi = pytest.mark.skipif(not (HAVE_MPI4PY and MPIEXEC), reason="needs mpi4py and mpiexec")
+from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
 
 
 def mpirun(n, script, timeout=90, *args):
     """Run ``script`` on ``n`` loopback-only processes; return the completed process."""
-    env = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT))
-    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(n), sys.executable, str(script), *args]
-    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([*mpiexec(n), sys.executable, str(script), *args], env=loopback_env(), cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @needs_mpi

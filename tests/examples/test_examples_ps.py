@@ -2,26 +2,14 @@
 
 Skipped without mpi4py or mpiexec.
 """
-import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
 
-ROOT = Path(__file__).resolve().parents[2]
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI4PY = True
-except ImportError:
-    HAVE_MPI4PY = False
-
-pytestmark = pytest.mark.skipif(not (HAVE_MPI4PY and MPIEXEC),
-                                reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+pytestmark = needs_mpi
 
 
 def mpirun(example, workers, servers, *args, timeout=90):
@@ -29,10 +17,8 @@ def mpirun(example, workers, servers, *args, timeout=90):
 
     NOTE: mpiexec merges the ranks' output and may glue one rank's line to the next one's, so
     the tests match bounded patterns, never whole lines."""
-    env = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT), MXREF_NUM_SERVERS=str(servers),
-               MXREF_KV_TIMEOUT="30")
-    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(workers + servers),
-           sys.executable, str(ROOT / "examples" / example), *map(str, args)]
+    env = loopback_env(MXREF_NUM_SERVERS=servers, MXREF_KV_TIMEOUT=30)
+    cmd = [*mpiexec(workers + servers), sys.executable, str(ROOT / "examples" / example), *map(str, args)]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return proc.stdout

@@ -5,27 +5,16 @@ In-process tests run the ranks as threads of one process (``collective.run_local
 engine, which runs each op on the pushing thread, so each rank's ops reach its own collective.
 Jobs run on loopback only, in a subprocess with a hard timeout.
 """
-import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
 
 import mxref as mx
 from mxref import collective, engine
-
-ROOT = Path(__file__).resolve().parents[2]
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI = MPIEXEC is not None
-except ImportError:
-    HAVE_MPI = False
-needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
 
 
 @pytest.fixture
@@ -119,12 +108,12 @@ def test_store_updates_on_workers_and_refuses_compression(naive):
 
 
 def _run(cmd, timeout, **env):
-    environ = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT), **{k: str(v) for k, v in env.items()})
-    return subprocess.run(cmd, env=environ, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, env=loopback_env(**env), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def _mpiexec(n, *program, timeout=90, **env):
-    return _run([MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(n), sys.executable, *program],
+    return _run([*mpiexec(n), sys.executable, *program],
                 timeout, **env)
 
 

@@ -3,36 +3,23 @@
 Every job runs on loopback only, in a subprocess with a hard timeout, so a hang fails the test
 instead of the CI run; the tests skip when mpi4py or mpiexec is missing.
 """
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from mpi_support import MPIEXEC, ROOT, loopback_env, needs_mpi
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "dist"
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI4PY = True
-except ImportError:
-    HAVE_MPI4PY = False
-
-pytestmark = pytest.mark.skipif(not (HAVE_MPI4PY and MPIEXEC),
-                                reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+pytestmark = needs_mpi
 
 
 def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), launcher=False, **env):
     """Run ``script`` on ``workers + servers`` loopback processes (with mpiexec, or through
     ``python -m mxref.tools.launch``); return the finished process."""
-    environ = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT), MXREF_NUM_SERVERS=str(servers),
-                   MXREF_KV_TIMEOUT="20")
-    environ.update({k: str(v) for k, v in env.items()})
+    environ = loopback_env(**{"MXREF_NUM_SERVERS": servers, "MXREF_KV_TIMEOUT": 20, **env})
     program = [sys.executable, str(SCRIPTS / script), *map(str, args)]
     if launcher:
         cmd = [sys.executable, "-m", "mxref.tools.launch", "-n", str(workers), "-s", str(servers),

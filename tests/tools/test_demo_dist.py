@@ -1,34 +1,22 @@
 """The main demo trains data-parallel with --kv-store dist_sync on 2 workers + 1 server (mpiexec)."""
 import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-
-try:
-    import mpi4py  # noqa: F401
-    HAVE_MPI = MPIEXEC is not None
-except ImportError:
-    HAVE_MPI = False
+from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
 
 
-@pytest.mark.skipif(not HAVE_MPI, reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+@needs_mpi
 def test_demo_trains_on_two_workers_and_one_server(tmp_path):
     """Each worker reads its own shard; both end with the same (synchronised) weights.
 
     BatchNorm's moving statistics are per worker (as in MXNet: auxiliary states are not pushed),
     so the two validation accuracies may differ slightly.
     """
-    env = dict(os.environ, FI_TCP_IFACE="lo",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", "3", sys.executable, "-m",
+    env = loopback_env(PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [*mpiexec(3), sys.executable, "-m",
            "mxref.tools.demo", "--kv-store", "dist_sync", "--num-epochs", "3", "--no-bar",
            "--out", str(tmp_path)]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

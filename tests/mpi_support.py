@@ -1,0 +1,33 @@
+"""What the tests that launch jobs under mpiexec share: where mpiexec is, the skip marker when MPI
+is missing, and the loopback-only launch (``-launcher fork -iface lo``, ``FI_TCP_IFACE=lo``)."""
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# The mpich wheel puts mpiexec next to the venv's python; a system one is the fallback.
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+
+try:
+    import mpi4py  # noqa: F401
+    HAVE_MPI = MPIEXEC is not None
+except ImportError:
+    HAVE_MPI = False
+
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpi4py and mpiexec (pip install mpi4py mpich)")
+
+
+def loopback_env(**extra) -> dict:
+    """The environment of an MPI job that must not leave this machine, with mxref importable;
+    ``extra`` adds or overrides variables (values made strings)."""
+    env = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT))
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def mpiexec(n: int) -> list:
+    """The command prefix that starts ``n`` ranks on loopback."""
+    return [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(n)]
