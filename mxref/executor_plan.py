@@ -227,9 +227,9 @@ def allocate(plan: GraphPlan, ctx, bound: Dict[int, NDArray], shared_pool: Optio
 class NodeOp:
     """One node made ready to run: what its kernel call needs, computed once at bind."""
 
-    __slots__ = ("nid", "name", "op_name", "call", "const_vars", "mutable_vars")
+    __slots__ = ("nid", "name", "op_name", "call", "const_vars", "mutable_vars", "in_eids", "out_eids")
 
-    def __init__(self, nid, name, op_name, call, const_vars, mutable_vars):
+    def __init__(self, nid, name, op_name, call, const_vars, mutable_vars, in_eids=(), out_eids=()):
         self.nid = nid
         self.name = name
         self.op_name = op_name
@@ -237,6 +237,9 @@ class NodeOp:
         self.call = call
         self.const_vars = const_vars
         self.mutable_vars = mutable_vars
+        # The graph entries behind ``call``'s inputs and outputs (a CachedOp swaps some per call).
+        self.in_eids = in_eids
+        self.out_eids = out_eids
 
 
 def _reqs(plan: GraphPlan, nid: int, add_eids: set) -> List[str]:
@@ -264,8 +267,10 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         if node.is_variable:
             continue
         op, params = node.op, node.params
-        in_arrs = [arrays[idx.entry_id(e)] for e in node.inputs]
-        out_arrs = [arrays[idx.entry_id(nid, i)] for i in range(node.num_outputs())]
+        in_eids = tuple(idx.entry_id(e) for e in node.inputs)
+        out_eids = tuple(idx.entry_id(nid, i) for i in range(node.num_outputs()))
+        in_arrs = [arrays[eid] for eid in in_eids]
+        out_arrs = [arrays[eid] for eid in out_eids]
         if "mirror_of" in node.extra:
             # NOTE: a forward node recomputed for backward must not update auxiliary states a
             # second time (BatchNorm's moving statistics): give it private scratch copies.
@@ -281,7 +286,8 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         octxs = (OpContext(False, ctx, resources), OpContext(True, ctx, resources))
         call = (get_kernel(op, ctx.device_type), octxs, params, [a._data() for a in in_arrs],
                 [a._data() for a in out_arrs], _reqs(plan, nid, add_eids))
-        ops.append(NodeOp(nid, node.name, op.name, call, const, list(dict.fromkeys(mutable))))
+        ops.append(NodeOp(nid, node.name, op.name, call, const, list(dict.fromkeys(mutable)),
+                          in_eids, out_eids))
     return ops
 
 
@@ -303,17 +309,23 @@ class SegmentFn:
         self.__name__ = name
 
     def __call__(self, run_ctx) -> None:
+        self.run(self.calls, run_ctx)
+
+    def run(self, calls, run_ctx, owner=None) -> None:
+        """Run ``calls``: this segment's, or a copy with some arrays swapped by a ``CachedOp``,
+        whose pushed function (``owner``) is then the one to name a failed node."""
         t = self.is_train
         call = None
         try:
-            for call in self.calls:
+            for call in calls:
                 kernel, octxs, params, ins, outs, req = call
                 octx = octxs[t]
                 octx.run_ctx = run_ctx
                 kernel(octx, params, ins, outs, req)
         except BaseException as exc:
-            self.failed_name = self.names[self.calls.index(call)] if call is not None else None
-            exc.add_note(f"while running {self.failed_name} in {self.__name__}")
+            failed = self.names[calls.index(call)] if call is not None else None
+            (owner or self).failed_name = failed
+            exc.add_note(f"while running {failed} in {self.__name__}")
             raise
 
 

@@ -4,8 +4,9 @@
 How ``hybridize`` works is in ``docs/architecture/gluon.md``; in short: ``hybrid_forward`` is
 called once with ``F = mx.sym`` and symbol variables, which traces it into a Symbol; that Symbol is
 bound (``mxref.executor.bind``) to the Parameters' own arrays, once per input signature, and each
-call copies the inputs in and pushes the executor. Under ``autograd.record()`` the whole call is
-one recorded node (an ``autograd.Function``) whose backward runs the executor's backward.
+call pushes it on the caller's inputs, writing new outputs (``mxref.cached_op``: no copies).
+Under ``autograd.record()`` the whole call is one recorded node (an ``autograd.Function``) whose
+backward runs the executor's backward.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .. import autograd
 from .. import ndarray as nd
 from .. import symbol as _symbol
 from ..base import MXNetError
+from ..cached_op import CachedOp
 from ..executor import bind as _bind
 from ..ndarray.ndarray import NDArray
 from .block import Block, _flatten, _regroup
@@ -37,19 +39,25 @@ class _CachedCall(autograd.Function):
     def __init__(self, entry: "_ExecEntry"):
         super().__init__()
         self.entry = entry
+        self.io = None
         entry.acquire()
         # NOTE: the executor's buffers hold this call's forward values until its backward has run
         # (or the recorded graph is dropped); another call meanwhile binds a second executor.
         weakref.finalize(self, entry.release)
 
     def forward(self, *inputs):
-        return self.entry.run_forward(inputs[:self.entry.num_data])
+        data = self.entry.data_arrays(inputs[:self.entry.num_data])
+        outputs = self.entry.cached.forward(data, autograd.is_training())
+        # The backward reads this call's inputs and outputs; kept as aliases, since the outputs
+        # will point at the recorded node, which points at this object.
+        self.io = ([autograd._alias(x) for x in data], [autograd._alias(o) for o in outputs])
+        return outputs
 
     def backward(self, *ograds):
         entry = self.entry
         if entry.direct and not autograd._storing_grads():
-            return entry.backward_sparing_grads(ograds)
-        entry.executor.backward(list(ograds), is_train=True)
+            return entry.backward_sparing_grads(self.io, ograds)
+        entry.cached.backward(*self.io, ograds, True)
         return entry.input_grads()
 
 
@@ -71,7 +79,8 @@ class _ExecEntry:
         self.num_data = len(data_names)
         self.busy = False
         self._zeros: Dict[str, NDArray] = {}
-        self._inputs = [executor.arg_dict[name] for name in data_names]
+        self.cached = CachedOp(executor, data_names)
+        self._ctx = executor._ctx
 
     def usable(self) -> bool:
         return not self.busy and not any(_claimed.get(id(g)) for g in self.direct)
@@ -91,27 +100,27 @@ class _ExecEntry:
             else:
                 _claimed[id(g)] -= 1
 
-    def backward_sparing_grads(self, ograds) -> List[NDArray]:
+    def backward_sparing_grads(self, io, ograds) -> List[NDArray]:
         """Backward for ``autograd.grad``, which must leave ``.grad`` as it was: the gradients
         the executor writes into the direct buffers are returned as copies and the buffers restored."""
         saved = [g.copy() for g in self.direct]
-        self.executor.backward(list(ograds), is_train=True)
+        self.cached.backward(*io, ograds, True)
         direct = {id(g) for g in self.direct}
         out = [g.copy() if id(g) in direct else g for g in self.input_grads()]
         for keep, g in zip(saved, self.direct):
             keep.copyto(g)
         return out
 
+    def data_arrays(self, data) -> List[NDArray]:
+        """The call's data inputs as NDArrays on the executor's context (the signature matched
+        their shapes and dtypes)."""
+        ctx = self._ctx
+        return [x if isinstance(x, NDArray) and x.context == ctx else nd.array(x, ctx)
+                for x in data]
+
     def run_forward(self, data) -> List[NDArray]:
-        ex = self.executor
-        for dst, x in zip(self._inputs, data):
-            if isinstance(x, NDArray) and x.shape == dst.shape:
-                x.copyto(dst)       # one engine push, no indexing
-            else:
-                dst[:] = x
-        ex.forward(is_train=autograd.is_training())
-        # Copies: the executor overwrites its outputs on the next call.
-        return [o.copy() for o in ex.outputs]
+        """An unrecorded call: the outputs are new arrays, the executor's buffers stay free."""
+        return self.cached.forward(self.data_arrays(data), autograd.is_training())
 
     def input_grads(self) -> List[NDArray]:
         grads = self.executor.grad_dict
