@@ -172,6 +172,7 @@ def _live_entry(x: NDArray) -> Optional[NodeEntry]:
 
 
 _deps_cache: Dict[tuple, Tuple[frozenset, frozenset]] = {}
+_deps_by_id: Dict[int, tuple] = {}
 
 
 def _backward_deps(op: registry.OpDef, params: dict, n_in: int, n_out: int):
@@ -180,12 +181,18 @@ def _backward_deps(op: registry.OpDef, params: dict, n_in: int, n_out: int):
     Found by building the op's gradient on placeholder nodes and looking at what the backward
     nodes take as inputs (values they read only for the shape, ``ignore_inputs``, do not count).
     """
+    # A training loop records the same ops with the same (cached, parsed) parameter dicts every
+    # step: look the dict up by identity first, by value only when that misses.
+    seen = _deps_by_id.get(id(params))
+    if seen is not None and seen[0] is params and seen[1] == (op.name, n_in, n_out):
+        return seen[2]
     try:
         key = (op.name, n_in, n_out, tuple(params.items()))
         hit = _deps_cache.get(key)
     except TypeError:     # unhashable parameter values: analyse without caching
         key, hit = None, None
     if hit is not None:
+        _remember_params(params, (op.name, n_in, n_out), hit)
         return hit
     fwd = Node(op, op.name, None, [NodeEntry(Node(None, f"in{i}"), 0, 0) for i in range(n_in)])
     fwd._params = params
@@ -215,7 +222,14 @@ def _backward_deps(op: registry.OpDef, params: dict, n_in: int, n_out: int):
     hit = (frozenset(need_in), frozenset(need_out))
     if key is not None:
         _deps_cache[key] = hit
+        _remember_params(params, (op.name, n_in, n_out), hit)
     return hit
+
+
+def _remember_params(params: dict, what: tuple, hit) -> None:
+    if len(_deps_by_id) >= 1024:      # (ops whose parameters are parsed afresh on every call)
+        _deps_by_id.clear()
+    _deps_by_id[id(params)] = (params, what, hit)     # holding params keeps its id from reuse
 
 
 # ---------------------------------------------------------------------------------------------

@@ -83,7 +83,10 @@ class _ExecEntry:
         self._ctx = executor._ctx
 
     def usable(self) -> bool:
-        return not self.busy and not any(_claimed.get(id(g)) for g in self.direct)
+        if self.busy:
+            return False
+        # (nothing is claimed between training steps: the last step's backward released it)
+        return not _claimed or not any(_claimed.get(id(g)) for g in self.direct)
 
     def acquire(self) -> None:
         self.busy = True
