@@ -199,3 +199,17 @@ def test_training_loop_reaches_least_squares_solution():
         loss.backward()
         w -= 0.5 * w.grad
     np.testing.assert_allclose(w.asnumpy(), np.linalg.lstsq(xs, t, rcond=None)[0], rtol=1e-3, atol=1e-4)
+
+
+def test_backward_dependencies_follow_the_op_not_only_the_parameter_dict():
+    """The dependencies are looked up by the parameter dict's identity first; one dict object used
+    with two operators, or two arities, still gives each its own answer."""
+    from mxref.ops import registry
+    shared = {}
+    relu = ag._backward_deps(registry.get("relu"), shared, 1, 1)
+    add = ag._backward_deps(registry.get("elemwise_add"), shared, 2, 1)
+    mul = ag._backward_deps(registry.get("elemwise_mul"), shared, 2, 1)
+    assert relu == (frozenset(), frozenset({0}))            # relu's backward reads its output
+    assert add == (frozenset(), frozenset())                # the sum's backward reads nothing
+    assert mul == (frozenset({0, 1}), frozenset())          # the product's reads both inputs
+    assert ag._backward_deps(registry.get("relu"), shared, 1, 1) == relu
