@@ -22,7 +22,6 @@ Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -89,18 +88,30 @@ def set_training(train_mode: bool) -> bool:
     return _imperative.set_is_training(train_mode)
 
 
-@contextlib.contextmanager
-def _scope(is_record: Optional[bool], train: Optional[bool]):
-    """Set the recording and/or training flags (``None``: leave it) and restore them on exit."""
-    prev_record = set_recording(is_record) if is_record is not None else None
-    prev_train = set_training(train) if train is not None else None
-    try:
-        yield
-    finally:
-        if is_record is not None:
-            set_recording(prev_record)
-        if train is not None:
-            set_training(prev_train)
+class _Scope:
+    """Set the recording and/or training flags (``None``: leave it) and restore them on exit.
+
+    (A class rather than a ``contextlib`` generator: a training step enters several.)
+    """
+
+    __slots__ = ("_record", "_train", "_prev_record", "_prev_train")
+
+    def __init__(self, is_record: Optional[bool], train: Optional[bool]):
+        self._record, self._train = is_record, train
+
+    def __enter__(self) -> None:
+        if self._record is not None:
+            self._prev_record = set_recording(self._record)
+        if self._train is not None:
+            self._prev_train = set_training(self._train)
+
+    def __exit__(self, *exc) -> bool:
+        if self._record is not None:
+            set_recording(self._prev_record)
+        if self._train is not None:
+            set_training(self._prev_train)
+        return False
+
 
 
 def record(train_mode: bool = True) -> ContextManager[None]:
@@ -111,22 +122,22 @@ def record(train_mode: bool = True) -> ContextManager[None]:
             y = (x * x).sum()
         y.backward()          # x.grad == 2 * x
     """
-    return _scope(True, train_mode)
+    return _Scope(True, train_mode)
 
 
 def pause(train_mode: bool = False) -> ContextManager[None]:
     """Stop recording inside the scope (and predict, unless ``train_mode``)."""
-    return _scope(False, train_mode)
+    return _Scope(False, train_mode)
 
 
 def train_mode() -> ContextManager[None]:
     """Training mode inside the scope, recording unchanged."""
-    return _scope(None, True)
+    return _Scope(None, True)
 
 
 def predict_mode() -> ContextManager[None]:
     """Inference mode inside the scope, recording unchanged."""
-    return _scope(None, False)
+    return _Scope(None, False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,7 +354,7 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
         for n in topo:
             if not n.is_variable:
                 n.extra.clear()    # the saved values now live only in `values`, dropped once read
-    with _scope(create_graph, is_train):
+    with _Scope(create_graph, is_train):
         for step in plan.steps:
             ins = [values[s] for s in step.ins]
             if step.function is not None:
@@ -507,7 +518,7 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
     finally:
         _state.storing_grads = prev
     out = []
-    with _scope(create_graph, None):
+    with _Scope(create_graph, None):
         for v, computed in zip(values, produced):
             # A value the backward pass did not compute (a head gradient, a forward value) is copied,
             # so the caller never gets an array that aliases one of its own.

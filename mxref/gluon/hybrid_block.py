@@ -19,7 +19,7 @@ from .. import autograd
 from .. import ndarray as nd
 from .. import symbol as _symbol
 from ..base import MXNetError
-from ..cached_op import CachedOp
+from ..cached_op import CachedOp, placeholder
 from ..executor import bind as _bind
 from ..ndarray.ndarray import NDArray
 from .block import Block, _flatten, _regroup
@@ -76,9 +76,10 @@ class _ExecEntry:
         # Parameters' .grad buffers bound as the executor's own gradient arrays: under backward()
         # the executor writes them and autograd has nothing left to copy.
         self.direct = direct
+        self._direct_ids = tuple(id(g) for g in direct)
         self.num_data = len(data_names)
         self.busy = False
-        self._zeros: Dict[str, NDArray] = {}
+        self._input_grads: Optional[List[NDArray]] = None
         self.cached = CachedOp(executor, data_names)
         self._ctx = executor._ctx
 
@@ -86,22 +87,22 @@ class _ExecEntry:
         if self.busy:
             return False
         # (nothing is claimed between training steps: the last step's backward released it)
-        return not _claimed or not any(_claimed.get(id(g)) for g in self.direct)
+        return not _claimed or not any(_claimed.get(k) for k in self._direct_ids)
 
     def acquire(self) -> None:
         self.busy = True
-        for g in self.direct:
-            _claimed[id(g)] = _claimed.get(id(g), 0) + 1
+        for k in self._direct_ids:
+            _claimed[k] = _claimed.get(k, 0) + 1
 
     def release(self) -> None:
         if not self.busy:
             return
         self.busy = False
-        for g in self.direct:
-            if _claimed[id(g)] == 1:
-                del _claimed[id(g)]
+        for k in self._direct_ids:
+            if _claimed[k] == 1:
+                del _claimed[k]
             else:
-                _claimed[id(g)] -= 1
+                _claimed[k] -= 1
 
     def backward_sparing_grads(self, io, ograds) -> List[NDArray]:
         """Backward for ``autograd.grad``, which must leave ``.grad`` as it was: the gradients
@@ -118,25 +119,27 @@ class _ExecEntry:
         """The call's data inputs as NDArrays on the executor's context (the signature matched
         their shapes and dtypes)."""
         ctx = self._ctx
-        return [x if isinstance(x, NDArray) and x.context == ctx else nd.array(x, ctx)
-                for x in data]
+        return [x if isinstance(x, NDArray) and (x._chunk.ctx is ctx or x.context == ctx)
+                else nd.array(x, ctx) for x in data]
 
     def run_forward(self, data) -> List[NDArray]:
         """An unrecorded call: the outputs are new arrays, the executor's buffers stay free."""
         return self.cached.forward(self.data_arrays(data), autograd.is_training())
 
     def input_grads(self) -> List[NDArray]:
-        grads = self.executor.grad_dict
-        out = []
-        for name in self.grad_names:
-            g = grads.get(name)
-            if g is None:       # an input that takes no gradient: zeros of its shape
-                if name not in self._zeros:
+        """The gradient of each recorded input (data, then parameters): the executor's gradient
+        arrays, and zeros for inputs that take none (the same arrays every call)."""
+        if self._input_grads is None:
+            grads = self.executor.grad_dict
+            out = []
+            for name in self.grad_names:
+                g = grads.get(name)
+                if g is None:
                     arr = self.executor.arg_dict[name]
-                    self._zeros[name] = nd.zeros(arr.shape, arr.context, arr.dtype)
-                g = self._zeros[name]
-            out.append(g)
-        return out
+                    g = nd.zeros(arr.shape, arr.context, arr.dtype)
+                out.append(g)
+            self._input_grads = out
+        return self._input_grads
 
 
 class HybridBlock(Block):
@@ -263,7 +266,7 @@ class HybridBlock(Block):
         data_names = [i.name for i in inputs]
         arg_arrays, grads, reqs = {}, {}, {}
         for name, x, wants in zip(data_names, flat, needs_grad):
-            arg_arrays[name] = nd.zeros(x.shape, ctx, x.dtype)
+            arg_arrays[name] = placeholder(x.shape, ctx, x.dtype)   # each call's own x is read
             if wants:
                 grads[name] = nd.zeros(x.shape, ctx, x.dtype)
         grad_names, grad_params, direct, param_inputs = list(data_names), [], [], []

@@ -87,22 +87,24 @@ def node_entries(node: Node) -> List[NodeEntry]:
 def topo_sort(outputs: Sequence[NodeEntry]) -> List[Node]:
     """Nodes reachable from ``outputs`` in a topological order (inputs first), deterministic."""
     order: List[Node] = []
-    seen = set()
+    seen = set()        # the nodes themselves: Node hashes by identity
     for root in outputs:
         stack = [(root.node, False)]
+        push = stack.append
         while stack:
             node, expanded = stack.pop()
             if expanded:
                 order.append(node)
                 continue
-            if id(node) in seen:
+            if node in seen:
                 continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for dep in reversed(node.control_deps):
-                if id(dep) not in seen:
-                    stack.append((dep, False))
+            seen.add(node)
+            push((node, True))
+            if node.control_deps:
+                for dep in reversed(node.control_deps):
+                    if dep not in seen:
+                        push((dep, False))
             for e in reversed(node.inputs):
-                if id(e.node) not in seen:
-                    stack.append((e.node, False))
+                if e.node not in seen:
+                    push((e.node, False))
     return order
