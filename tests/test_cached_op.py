@@ -130,7 +130,8 @@ def test_engine_orders_the_call_against_writes_of_its_arrays():
     want = plain.forward(is_train=True, data=mx.nd.array(value))[0]
     plain.backward([mx.nd.ones(want.shape)])
     np.testing.assert_array_equal(outs[0].asnumpy(), want.asnumpy())
-    np.testing.assert_array_equal(ex.grad_dict["fc1_weight"].asnumpy(), plain.grad_dict["fc1_weight"].asnumpy())
+    np.testing.assert_array_equal(ex.grad_dict["fc1_weight"].asnumpy(),
+                                  plain.grad_dict["fc1_weight"].asnumpy())
 
 
 def test_backward_checks_head_gradients():

@@ -4,6 +4,7 @@ import pytest
 from nn_check import check_gradient, forward, grads
 
 import mxref as mx
+import mxref.ops.nn.softmax_cross_entropy_pick as sce
 from mxref.base import MXNetError
 from mxref.ops import registry
 
@@ -55,8 +56,10 @@ def test_shapes_and_errors():
 
 @pytest.mark.parametrize("axis", [1, 0])
 def test_matrix_path_equals_the_general_path(rng, axis):
-    """A matrix picks its classes by fancy indexing; a trailing unit axis takes the general
-    take_along_axis path. Loss and gradient agree bit for bit (labels out of range included)."""
+    """A matrix picks its classes by fancy indexing (or, classes on axis 1, runs the C loops);
+    a trailing unit axis takes the general take_along_axis path. Loss and gradient agree bit for
+    bit between the numpy paths, and to float32 rounding with the C loops (which sum in double);
+    labels out of range included."""
     x = rng.standard_normal((7, 5)).astype(np.float32) * 3
     n = x.shape[1 - axis]
     label = rng.integers(0, x.shape[axis], n).astype(np.float32)
@@ -64,10 +67,14 @@ def test_matrix_path_equals_the_general_path(rng, axis):
     g = rng.standard_normal(n).astype(np.float32)
     (out2,) = forward("_softmax_cross_entropy_pick", [x, label], axis=axis)
     (out3,) = forward("_softmax_cross_entropy_pick", [x[..., None], label[:, None]], axis=axis)
-    np.testing.assert_array_equal(out2, out3[:, 0])
     dx2, _ = grads("_softmax_cross_entropy_pick", [x, label], [g], axis=axis)
     dx3, _ = grads("_softmax_cross_entropy_pick", [x[..., None], label[:, None]], [g[:, None]], axis=axis)
-    np.testing.assert_array_equal(dx2, dx3[..., 0])
+    if sce._fast({"axis": axis}, x) is None:
+        np.testing.assert_array_equal(out2, out3[:, 0])
+        np.testing.assert_array_equal(dx2, dx3[..., 0])
+    else:
+        np.testing.assert_allclose(out2, out3[:, 0], rtol=1e-6)
+        np.testing.assert_allclose(dx2, dx3[..., 0], rtol=1e-6, atol=1e-7)
 
 
 def test_a_variable_label_gets_zeros():
