@@ -54,7 +54,7 @@ def _mlp():
     return mx.sym.FullyConnected(h, num_hidden=3, name="fc2")
 
 
-def test_mlp_matches_executor_over_calls():
+def test_mlp_matches_executor_over_calls(any_engine):
     _check_against_executor(_mlp(), {"data": (4, 5)}, ["data"])
 
 
@@ -215,3 +215,30 @@ def test_hybridized_numpy_second_input_is_converted():
     x = mx.nd.ones((2, 2))
     out = net(x, mx.nd.array(np.full((2, 2), 3.0)))
     np.testing.assert_array_equal(out.asnumpy(), np.full((2, 2), 4.0))
+
+
+def test_hybridized_data_input_is_bound_without_memory():
+    """The executor's own data array is a placeholder: each call reads the caller's array."""
+    net = gluon.nn.Dense(3)
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.array(RNG.standard_normal((64, 100)))
+    net(x).wait_to_read()
+    (entry,) = [e for entries in net._cached_execs.values() for e in entries]
+    placeholder = entry.executor.arg_dict["data"]
+    assert placeholder.shape == (64, 100) and placeholder._chunk.nbytes == 0
+
+
+def test_hybridized_block_returning_its_input_gives_a_copy():
+    class Both(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x, x * 2
+
+    net = Both()
+    net.hybridize()
+    x = mx.nd.array([[1.0, 2.0]])
+    same, double = net(x)
+    np.testing.assert_array_equal(double.asnumpy(), [[2.0, 4.0]])
+    np.testing.assert_array_equal(same.asnumpy(), [[1.0, 2.0]])
+    same[:] = 0
+    np.testing.assert_array_equal(x.asnumpy(), [[1.0, 2.0]])
