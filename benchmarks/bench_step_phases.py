@@ -1,0 +1,176 @@
+"""Where a training step's framework overhead goes: the calling thread's CPU time per phase, and
+the engine operations pushed per step, for Module, hybridized Gluon and imperative Gluon.
+
+The step is ``bench_training``'s (same nets, batch, SGD with momentum). Phases: Module's
+``forward``, ``backward`` and ``update``; Gluon's network call, loss call (both under
+``autograd.record()``), ``loss.backward()`` and ``Trainer.step``. Each phase is timed with
+``time.thread_time()`` (CPU time of the calling thread only: the kernels on the engine's workers
+are not in it) over ``--steps`` steps, with a ``waitall`` every 20 steps as ``bench_training``
+does, and the median is printed. Then the engine's ``push_sync`` is wrapped to count the
+operations each step pushes, by name.
+
+``--pairs N`` then runs whole steps of Module and of hybridized Gluon in this one process,
+alternating blocks of 20 steps N times, and prints each one's median time per step and the
+median over pairs of hybridized / Module throughput: a comparison that the machine's drifting
+speed disturbs less than separate processes do. ``--burn-us B`` adds B µs of Python busy loop on
+the calling thread to every Module step (a third system, ``module+burn``), which shows what the
+calling thread's Python costs a step.
+
+Run::
+
+    .venv/bin/python benchmarks/bench_step_phases.py                 # MLP, 2 operator threads
+    .venv/bin/python benchmarks/bench_step_phases.py --model lenet --steps 200
+    .venv/bin/python benchmarks/bench_step_phases.py --steps 0 --pairs 40 --burn-us 300
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import bench_training as bt  # noqa: E402
+
+import mxref as mx  # noqa: E402
+
+
+def make_steps(model: str):
+    """``{api: [(phase name, callable), ...]}``: each API's step cut into its phases."""
+    x, y = bt._data(model)
+    batch = bt.BATCH[model]
+    mod = mx.mod.Module(bt._symbol(mx.sym, model), context=mx.cpu())
+    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", y.shape)])
+    mod.init_params(initializer=mx.init.Xavier())
+    mod.init_optimizer(optimizer="sgd", optimizer_params=dict(bt.SGD, rescale_grad=1.0 / batch))
+    data_batch = mx.io.DataBatch(data=[mx.nd.array(x)], label=[mx.nd.array(y)])
+    steps = {"module": [("forward", lambda: mod.forward(data_batch, is_train=True)),
+                        ("backward", mod.backward), ("update", mod.update)]}
+    for api in ("hybrid", "imperative"):
+        net = bt.gluon_net(mx.gluon, model)
+        net.initialize(mx.init.Xavier())
+        if api == "hybrid":
+            net.hybridize(static_alloc=True, static_shape=True)
+        loss_fn = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+        trainer = mx.gluon.Trainer(net.collect_params(), "sgd", bt.SGD)
+        data, label = mx.nd.array(x), mx.nd.array(y)
+        state = {}
+
+        def call(net=net, data=data, state=state):
+            with mx.autograd.record():
+                state["out"] = net(data)
+
+        def loss(loss_fn=loss_fn, label=label, state=state):
+            with mx.autograd.record():
+                state["loss"] = loss_fn(state.pop("out"), label)
+
+        steps[api] = [("net call", call), ("loss call", loss),
+                      ("backward", lambda state=state: state.pop("loss").backward()),
+                      ("Trainer.step", lambda trainer=trainer: trainer.step(batch))]
+    return steps
+
+
+def time_phases(phases, steps: int) -> dict:
+    for _ in range(10):
+        for _, fn in phases:
+            fn()
+    mx.nd.waitall()
+    spent = {name: [] for name, _ in phases}
+    for i in range(steps):
+        for name, fn in phases:
+            t = time.thread_time()
+            fn()
+            spent[name].append(time.thread_time() - t)
+        if i % 20 == 19:
+            mx.nd.waitall()
+    mx.nd.waitall()
+    return {name: statistics.median(v) * 1e6 for name, v in spent.items()}
+
+
+def count_ops(phases, steps: int = 10) -> collections.Counter:
+    eng = mx.engine.get()
+    names: collections.Counter = collections.Counter()
+    original = eng.push_sync
+
+    def counting(fn, ctx, const_vars=(), mutable_vars=(), *args, **kwargs):
+        names[kwargs.get("name") or (args[2] if len(args) > 2 else None) or getattr(fn, "__name__", "?")] += 1
+        return original(fn, ctx, const_vars, mutable_vars, *args, **kwargs)
+
+    eng.push_sync = counting
+    try:
+        for _ in range(steps):
+            for _, fn in phases:
+                fn()
+        mx.nd.waitall()
+    finally:
+        del eng.push_sync
+    return collections.Counter({k: v / steps for k, v in names.items()})
+
+
+def burned(step, seconds: float):
+    def run():
+        step()
+        t = time.thread_time()
+        while time.thread_time() - t < seconds:
+            pass
+    return run
+
+
+def compare_pairs(steps: dict, pairs: int, burn_us: float, block: int = 20) -> None:
+    whole = {api: (lambda phases=steps[api]: [fn() for _, fn in phases]) for api in ("module", "hybrid")}
+    if burn_us:
+        whole["module+burn"] = burned(whole["module"], burn_us * 1e-6)
+    names = list(whole)
+    for fn in whole.values():
+        for _ in range(10):
+            fn()
+    mx.nd.waitall()
+    per_step = {name: [] for name in names}
+    for r in range(pairs):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            t = time.perf_counter()
+            for _ in range(block):
+                whole[name]()
+            mx.nd.waitall()
+            per_step[name].append((time.perf_counter() - t) / block)
+    print(f"one process, {pairs} alternated blocks of {block} steps: ms per step (median)")
+    for name in names:
+        print(f"  {name:12} {statistics.median(per_step[name]) * 1e3:7.3f}")
+    for name in names[1:]:
+        ratios = [m / h for m, h in zip(per_step["module"], per_step[name])]
+        q1, _, q3 = statistics.quantiles(ratios, n=4)
+        print(f"  {name} / module throughput, median of pairs: {statistics.median(ratios):.3f}x "
+              f"(quartiles {q1:.3f}-{q3:.3f})")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mlp", choices=sorted(bt.BATCH))
+    parser.add_argument("--steps", type=int, default=600, help="steps timed per phase (0: skip)")
+    parser.add_argument("--pairs", type=int, default=0, help="alternated blocks, in-process comparison")
+    parser.add_argument("--burn-us", type=float, default=0.0, help="Python busy loop added to Module's step")
+    args = parser.parse_args(argv)
+    steps = make_steps(args.model)
+    if args.pairs:
+        compare_pairs(steps, args.pairs, args.burn_us)
+    if not args.steps:
+        return
+    print(f"{args.model}: calling-thread CPU per phase (µs, median of {args.steps} steps), "
+          f"{mx.ops.parallel.NUM_THREADS} operator thread(s)")
+    for api, phases in steps.items():
+        spent = time_phases(phases, args.steps)
+        total = sum(spent.values())
+        print(f"  {api:10} " + "  ".join(f"{k} {v:6.1f}" for k, v in spent.items()) + f"  | sum {total:6.1f}")
+    print("engine operations per step")
+    for api, phases in steps.items():
+        ops = count_ops(phases)
+        detail = ", ".join(f"{k} {v:g}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1]))
+        print(f"  {api:10} {sum(ops.values()):4g}: {detail}")
+
+
+if __name__ == "__main__":
+    main()
