@@ -1,0 +1,22 @@
+"""benchmarks/bench_step_phases.py runs end to end on a tiny net and counts what it should."""
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_phases_ops_and_pairs_on_a_tiny_net():
+    script = str(ROOT / "benchmarks" / "bench_step_phases.py")
+    out = subprocess.run([sys.executable, script, "--model", "dense8", "--steps", "20", "--pairs", "2",
+                          "--burn-us", "10"],
+                         capture_output=True, text=True, timeout=120, check=True, cwd=ROOT).stdout
+    ops = dict(re.findall(r"^  (module|hybrid|imperative) +(\d+):", out, re.M))
+    # Module: data and label copied in, one forward and one backward segment, six SGD updates;
+    # hybridized: no copies, the loss forward and backward and the default head gradient.
+    assert ops == {"module": "10", "hybrid": "11", "imperative": "25"}
+    assert "hybrid / module throughput" in out
+    assert "module+burn / module throughput" in out
+    for api in ("module", "hybrid", "imperative"):
+        assert re.search(rf"^  {api} .*\| sum +[\d.]+$", out, re.M)
