@@ -143,3 +143,13 @@ def check_fixture(op_name: str, case: Dict[str, np.ndarray], is_train: bool = Tr
             continue
         got = np.zeros_like(want) if g is None else g
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg="grad of " + n)
+
+
+def both_paths(module, fn):
+    """``fn()`` with ``module``'s Cython kernels (its ``_EXT``), then with the numpy twin."""
+    fast = fn()
+    saved, module._EXT = module._EXT, None
+    try:
+        return fast, fn()
+    finally:
+        module._EXT = saved

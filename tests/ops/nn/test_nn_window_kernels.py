@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from nn_check import both_paths
 
 import mxref.ops.nn.convolution as conv
 import mxref.ops.nn.im2col as im2col
@@ -11,16 +12,6 @@ import mxref.ops.nn.pooling as pool
 import mxref.ops.parallel as parallel
 
 needs_ext = pytest.mark.skipif(im2col._EXT is None, reason="mxref._ext.nn_kernels not built or disabled")
-
-
-def both_paths(fn):
-    """``fn()`` with the Cython kernels, then with the numpy twin."""
-    fast = fn()
-    saved, im2col._EXT = im2col._EXT, None
-    try:
-        return fast, fn()
-    finally:
-        im2col._EXT = saved
 
 
 def params(module, **kw):
@@ -54,7 +45,7 @@ def conv_case(rng, nd, dtype, stride, pad, dilate, group, req):
                                                 (1, 2), (1, 2))))
 def test_convolution_cython_equals_numpy(rng, nd, dtype, stride, pad, dilate, group):
     """Forward and all three gradients agree; the data gradient's sums run in the same order."""
-    fast, ref = both_paths(conv_case(rng, nd, dtype, stride, pad, dilate, group, "write"))
+    fast, ref = both_paths(im2col, conv_case(rng, nd, dtype, stride, pad, dilate, group, "write"))
     tol = 1e-5 if dtype == np.float32 else 1e-12
     for a, b in zip(fast, ref):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
@@ -64,10 +55,10 @@ def test_convolution_cython_equals_numpy(rng, nd, dtype, stride, pad, dilate, gr
 @needs_ext
 def test_convolution_cython_add_and_null_requests(rng):
     """``req='add'`` accumulates into what the output held; ``'null'`` leaves it untouched."""
-    fast, ref = both_paths(conv_case(rng, 2, np.float64, 1, 1, 1, 1, "add"))
+    fast, ref = both_paths(im2col, conv_case(rng, 2, np.float64, 1, 1, 1, 1, "add"))
     for a, b in zip(fast, ref):
         np.testing.assert_allclose(a, b, rtol=1e-12)
-    fast, ref = both_paths(conv_case(rng, 2, np.float64, 1, 1, 1, 1, "null"))
+    fast, ref = both_paths(im2col, conv_case(rng, 2, np.float64, 1, 1, 1, 1, "null"))
     for a, b in zip(fast, ref):
         np.testing.assert_array_equal(a, b)
     assert (fast[1] == 0.25).all()
@@ -99,7 +90,8 @@ def pool_case(rng, nd, dtype, stride, pad, convention, nan):
 def test_max_pooling_cython_equals_numpy(rng, nd, dtype, stride, pad, convention, nan):
     """The maxima are identical (NaN included); the gradient goes to the same positions (with
     overlapping windows a position's contributions may be added in another order)."""
-    (y_fast, dx_fast), (y_ref, dx_ref) = both_paths(pool_case(rng, nd, dtype, stride, pad, convention, nan))
+    case = pool_case(rng, nd, dtype, stride, pad, convention, nan)
+    (y_fast, dx_fast), (y_ref, dx_ref) = both_paths(im2col, case)
     np.testing.assert_array_equal(y_fast, y_ref)
     np.testing.assert_allclose(dx_fast, dx_ref, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(dx_fast != 0, dx_ref != 0)

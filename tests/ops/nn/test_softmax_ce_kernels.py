@@ -3,21 +3,12 @@ numpy twin: every dtype of data and label, labels out of range, every ``req``, m
 large enough to release the GIL, and the shapes that must fall back to the twin."""
 import numpy as np
 import pytest
+from nn_check import both_paths
 
 import mxref.ops.nn.softmax_cross_entropy_pick as sce
 
 needs_ext = pytest.mark.skipif(sce._EXT is None, reason="mxref._ext.loss_kernels not built or disabled")
 P = {"axis": -1}
-
-
-def both_paths(fn):
-    """``fn()`` with the C kernels, then with the numpy twin."""
-    fast = fn()
-    saved, sce._EXT = sce._EXT, None
-    try:
-        return fast, fn()
-    finally:
-        sce._EXT = saved
 
 
 def run(kernel, p, inputs, out_shape, dtype, req, start=None):
@@ -43,9 +34,9 @@ def test_c_kernels_match_numpy(dtype, label_dtype, n, c):
     rng = np.random.default_rng(n * c)
     x, label, g = case(rng, n, c, dtype, label_dtype)
     tol = 1e-5 if dtype == "float32" else 1e-12
-    fast, slow = both_paths(lambda: run(sce._forward, P, [x, label], (n,), dtype, "write"))
+    fast, slow = both_paths(sce, lambda: run(sce._forward, P, [x, label], (n,), dtype, "write"))
     np.testing.assert_allclose(fast, slow, rtol=tol, atol=tol)
-    fast, slow = both_paths(lambda: run(sce._backward, P, [g, x, label], (n, c), dtype, "write"))
+    fast, slow = both_paths(sce, lambda: run(sce._backward, P, [g, x, label], (n, c), dtype, "write"))
     np.testing.assert_allclose(fast, slow, rtol=tol, atol=tol)
 
 
@@ -55,9 +46,9 @@ def test_c_kernels_follow_req(req):
     rng = np.random.default_rng(1)
     x, label, g = case(rng, 16, 5, "float32", "float32")
     start_f, start_b = rng.standard_normal(16).astype("f4"), rng.standard_normal((16, 5)).astype("f4")
-    fast, slow = both_paths(lambda: run(sce._forward, P, [x, label], (16,), "f4", req, start_f))
+    fast, slow = both_paths(sce, lambda: run(sce._forward, P, [x, label], (16,), "f4", req, start_f))
     np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)
-    fast, slow = both_paths(lambda: run(sce._backward, P, [g, x, label], (16, 5), "f4", req, start_b))
+    fast, slow = both_paths(sce, lambda: run(sce._backward, P, [g, x, label], (16, 5), "f4", req, start_b))
     np.testing.assert_allclose(fast, slow, rtol=1e-5, atol=1e-6)
     if req == "null":
         np.testing.assert_array_equal(fast, start_b)
@@ -71,10 +62,10 @@ def test_c_kernels_on_large_logits_and_strided_data():
     assert not x.flags.c_contiguous
     label = rng.integers(0, 9, 6).astype("f4")
     g = np.ones(6, "f4")
-    fast, slow = both_paths(lambda: run(sce._forward, P, [x, label], (6,), "f4", "write"))
+    fast, slow = both_paths(sce, lambda: run(sce._forward, P, [x, label], (6,), "f4", "write"))
     np.testing.assert_allclose(fast, slow, rtol=1e-5)
     assert np.isfinite(fast).all()
-    fast, slow = both_paths(lambda: run(sce._backward, P, [g, x, label], (6, 9), "f4", "write"))
+    fast, slow = both_paths(sce, lambda: run(sce._backward, P, [g, x, label], (6, 9), "f4", "write"))
     np.testing.assert_allclose(fast, slow, atol=1e-6)
 
 
