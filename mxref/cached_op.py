@@ -129,7 +129,8 @@ class CachedOp:
     arrays' variables.
 
     An output that is a graph input passed through, or that appears twice among the outputs, has
-    no node to write it: it is copied out of the executor's array, as a plain executor's would be.
+    no node of its own to write it: it is returned as a copy (of the caller's input, the bound
+    parameter, or the executor's array).
     """
 
     def __init__(self, executor, data_names: Sequence[str]):
