@@ -10,12 +10,19 @@ With ``g = clip(rescale_grad * grad, clip_gradient)`` — weight decay stays *ou
 
 The ``mp_*`` forms take a float32 master copy ``weight32`` (and float32 momentum) for a float16
 weight: the update runs on ``weight32`` and the weight receives it rounded to its own dtype.
-No gradients (these are terminal operations). Fast kernels: none yet; numpy is the reference.
+No gradients (these are terminal operations).
+
+``sgd_update`` and ``sgd_mom_update`` on float32/float64 arrays run the one-pass C loops of
+``mxref/_ext/optimizer_kernels.pyx`` (over the operator threads for large weights); the numpy
+steps below are their twin, give the same bits, and run everything else (``MXREF_ENABLE_EXT=0``:
+always).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..._ext import loader
+from ..parallel import parallel_for
 from ..registry import Param
 from .common import CLIP, LAZY, LR, RESCALE, WD, mp_type, preprocess, update_op, write
 
@@ -60,6 +67,46 @@ def _plain(step, n_states):
     return kernel
 
 
+_EXT = loader.load("optimizer_kernels", "one-pass SGD updates")
+_sgd_numpy = _plain(_sgd_step, 0)
+_sgd_mom_numpy = _plain(_mom_step, 1)
+
+
+def _fast(*arrays):
+    """The C loops when they apply: float32/float64 arrays of one dtype, all C-contiguous."""
+    dtype = arrays[0].dtype
+    if _EXT is None or dtype not in (np.float32, np.float64):
+        return None
+    if not all(a.dtype == dtype and a.flags.c_contiguous for a in arrays):
+        return None
+    return _EXT
+
+
+def _sgd_kernel(octx, p, inputs, outputs, req):
+    w, grad = inputs
+    ext = _fast(w, grad, outputs[0]) if req[0] != "add" else None
+    if ext is None:
+        return _sgd_numpy(octx, p, inputs, outputs, req)
+    if req[0] == "null":
+        return
+    w1, g1, d1 = w.reshape(-1), grad.reshape(-1), outputs[0].reshape(-1)
+    parallel_for(w1.size, lambda lo, hi: ext.sgd_update(
+        w1, g1, d1, p["lr"], p["wd"], p["rescale_grad"], p["clip_gradient"], lo, hi), work_per_item=4)
+
+
+def _sgd_mom_kernel(octx, p, inputs, outputs, req):
+    w, grad, mom = inputs
+    ext = _fast(w, grad, mom, outputs[0]) if req[0] != "add" else None
+    if ext is None:
+        return _sgd_mom_numpy(octx, p, inputs, outputs, req)
+    if req[0] == "null":
+        return
+    w1, g1, m1, d1 = w.reshape(-1), grad.reshape(-1), mom.reshape(-1), outputs[0].reshape(-1)
+    parallel_for(w1.size, lambda lo, hi: ext.sgd_mom_update(
+        w1, g1, m1, d1, p["lr"], p["momentum"], p["wd"], p["rescale_grad"], p["clip_gradient"], lo, hi),
+        work_per_item=4)
+
+
 def _multi_precision(step, n_states):
     def kernel(octx, params, inputs, outputs, req):
         grad, states, w32 = inputs[1], inputs[2:2 + n_states], inputs[2 + n_states]
@@ -74,9 +121,9 @@ _MOM = {"lr": LR, "momentum": MOMENTUM, "wd": WD, "rescale_grad": RESCALE, "clip
         "lazy_update": LAZY}
 _NAG = {k: v for k, v in _MOM.items() if k != "lazy_update"}
 
-update_op("sgd_update", _plain(_sgd_step, 0), (), _SGD,
+update_op("sgd_update", _sgd_kernel, (), _SGD,
           "SGD step ``w = (1 - lr*wd)*w - lr*clip(rescale_grad*grad)``, weight decay outside the clip.")
-update_op("sgd_mom_update", _plain(_mom_step, 1), ("mom",), _MOM,
+update_op("sgd_mom_update", _sgd_mom_kernel, ("mom",), _MOM,
           "Momentum SGD: ``mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*grad); w += mom``.")
 update_op("nag_mom_update", _plain(_nag_step, 1), ("mom",), _NAG,
           "Nesterov momentum (see the module docstring for the exact in-place form MXNet uses).")
