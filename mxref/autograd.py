@@ -31,7 +31,7 @@ from . import engine as _engine
 from .base import MXNetError
 from .ndarray import imperative as _imperative
 from .ndarray.chunk import Chunk
-from .ndarray.ndarray import NDArray
+from .ndarray.ndarray import NDArray, _empty
 from .ndarray.utils import zeros
 from .ops import registry
 from .symbol.graph import Node, NodeEntry, topo_sort
@@ -375,9 +375,15 @@ _ones_params: Dict[tuple, tuple] = {}
 def _ones_like(h: NDArray) -> NDArray:
     """The default head gradient: ``ones`` of ``h``'s shape, dtype and context, not recorded.
 
-    The operator's parameters are parsed once per (shape, dtype): a training loop asks for the
-    same ones every step.
+    On the CPU it is filled here: a brand-new variable has nothing queued on it, so no engine
+    operation is needed (a training loop asks for these ones every step). Elsewhere it is an
+    ``_ones`` operator, whose parameters are parsed once per (shape, dtype).
     """
+    ctx = h._chunk.ctx
+    if ctx.device_type == "cpu":
+        ones = _empty(h._shape, ctx, h._dtype)
+        ones._data().fill(1)
+        return ones
     key = (h._shape, h._dtype)
     hit = _ones_params.get(key)
     if hit is None:
@@ -385,7 +391,7 @@ def _ones_like(h: NDArray) -> NDArray:
         hit = _ones_params[key] = (op, *_imperative.parse_params(op, {"shape": h._shape, "dtype": h._dtype}))
     prev, _state.is_recording = _state.is_recording, False
     try:
-        return _imperative.invoke(hit[0], hit[1], hit[2], [], None, h._chunk.ctx)[0]
+        return _imperative.invoke(hit[0], hit[1], hit[2], [], None, ctx)[0]
     finally:
         _state.is_recording = prev
 

@@ -135,6 +135,7 @@ class Trainer:
         else:
             self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
         self._updaters = [opt.get_updater(self._optimizer) for _ in self._contexts]
+        self._lists_key, self._lists = None, []      # what _update_lists made for these updaters
 
     def _reset_kvstore(self) -> None:
         if getattr(self, "_kvstore", None) is not None and "dist" in self._kvstore.type:
@@ -258,16 +259,25 @@ class Trainer:
             return
         # NOTE: MXNet also refuses parameters whose gradient backward did not refresh since the
         # last step; mxref's autograd keeps no freshness flag, so every gradient is used.
-        updates: List[list] = [[] for _ in self._updaters]
-        for i, p in enumerate(self._params):
-            if p.grad_req == "null":
-                continue
-            for upd, arr, grad in zip(updates, p.list_data(), p.list_grad()):
-                upd.append((i, grad, arr))
-        for updater, upd in zip(self._updaters, updates):
-            if upd:
-                idx, grads, weights = zip(*upd)
-                updater(list(idx), list(grads), list(weights))
+        for updater, idx, grads, weights in self._update_lists():
+            updater(idx, grads, weights)
+
+    def _update_lists(self) -> list:
+        """Per updater (device), the indices, gradients and weights to update: remade only when
+        some Parameter's arrays were replaced (``Parameter.arrays_version``) or a ``grad_req``
+        changed, so a training step does not walk its parameters' arrays."""
+        key = (Parameter.arrays_version, tuple([p.grad_req for p in self._params]))
+        if self._lists_key != key:
+            updates: List[list] = [[] for _ in self._updaters]
+            for i, p in enumerate(self._params):
+                if p.grad_req == "null":
+                    continue
+                for upd, arr, grad in zip(updates, p.list_data(), p.list_grad()):
+                    upd.append((i, grad, arr))
+            self._lists = [(updater, *map(list, zip(*upd)))
+                           for updater, upd in zip(self._updaters, updates) if upd]
+            self._lists_key = key
+        return self._lists
 
     def save_states(self, fname: str) -> None:
         """Write the optimizer state (momentum, ...) and the optimizer itself to ``fname``."""

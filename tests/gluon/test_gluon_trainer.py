@@ -205,3 +205,24 @@ def test_no_kvstore_updates_each_device_alone():
     assert tr._kvstore is None
     np.testing.assert_allclose(net.weight.data(ctxs[0]).asnumpy(), [[-1, -2]])
     np.testing.assert_allclose(net.weight.data(ctxs[1]).asnumpy(), [[-3, -4]])
+
+
+def test_step_follows_replaced_arrays_and_grad_req_changes():
+    """The step's list of (gradient, weight) pairs is kept between steps; re-initializing (new
+    arrays) or switching a parameter's grad_req to 'null' must still be seen at the next step."""
+    net = dense()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 1.0})
+    x = mx.nd.array([[1, 2]])
+    backward_sum(net, x)
+    trainer.step(1)
+    np.testing.assert_allclose(net.weight.data().asnumpy(), [[0.0, -1.0]])
+    net.collect_params().initialize(mx.init.Constant(5.0), force_reinit=True)    # new arrays
+    backward_sum(net, x)
+    trainer.step(1)
+    np.testing.assert_allclose(net.weight.data().asnumpy(), [[4.0, 3.0]])
+    net.bias.grad_req = "null"
+    bias = net.bias.data().asnumpy().copy()
+    backward_sum(net, x)
+    trainer.step(1)
+    np.testing.assert_allclose(net.weight.data().asnumpy(), [[3.0, 1.0]])
+    np.testing.assert_array_equal(net.bias.data().asnumpy(), bias)
