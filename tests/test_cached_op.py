@@ -58,6 +58,18 @@ def test_mlp_matches_executor_over_calls(any_engine):
     _check_against_executor(_mlp(), {"data": (4, 5)}, ["data"])
 
 
+@pytest.mark.parametrize("bulk", ["0", "2"])
+def test_segments_of_any_size(monkeypatch, bulk):
+    """One node per segment (bulking off) or two: the slots are found in whichever segment
+    holds the nodes that touch them."""
+    monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_TRAIN", "1" if bulk != "0" else "0")
+    monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN", bulk if bulk != "0" else "15")
+    x = mx.sym.var("data")
+    h = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=6, name="fc1"), act_type="tanh")
+    out = mx.sym.Group([h, mx.sym.FullyConnected(h, num_hidden=3, name="fc2")])
+    _check_against_executor(out, {"data": (4, 5)}, ["data"])
+
+
 def test_output_made_in_place_and_read_by_backward():
     """The last node (relu, in place on fc's output) writes the caller's new array; its backward
     reads that array; sigmoid's backward reads its output too."""
