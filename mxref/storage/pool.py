@@ -45,7 +45,8 @@ class PooledStorageManager:
         The bookkeeping class; default the pure-Python ``PoolCore``.
 
     ``alloc``, ``free``, ``direct_free``, ``release_all`` and ``stats`` may be called from any
-    thread (engine workers allocate concurrently); one lock guards the pool, as in MXNet.
+    thread (engine workers allocate concurrently); one lock guards the pool, as in MXNet (a
+    re-entrant one: see ``__init__``).
     """
 
     def __init__(self, ctx, device, strategy: Strategy, reserve_percent: int = 5, core_cls=None):
@@ -59,7 +60,10 @@ class PooledStorageManager:
         self.core_kind = "python" if isinstance(self._core, PoolCore) else "cython"
         # Host blocks are numpy arrays: hand out an exact-size view. Device blocks go out whole.
         self._host = ctx.device_type != "gpu"
-        self._lock = threading.Lock()
+        # Re-entrant: the device allocation inside ``alloc`` can run the garbage collector, whose
+        # ``Chunk.__del__`` frees another block into this pool on the same thread. The pool's
+        # state is consistent at that point (a miss is only recorded after the allocation).
+        self._lock = threading.RLock()
 
     # -- public API -------------------------------------------------------------------------------
 

@@ -227,3 +227,30 @@ def test_concurrent_alloc_free_from_many_threads(core_cls):
     pooled = sum(count * pool._core.block_size(key) for key, count in pool.free_counts().items())
     assert s["bytes_pooled"] == pooled == pool.device.bytes_held
     assert s["num_pool_hits"] == s["num_alloc"] - pool.device.num_device_alloc
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("strategy", [NaiveStrategy(), UnpooledStrategy()], ids=["naive", "unpooled"])
+def test_a_free_during_the_device_allocation_does_not_deadlock(core_cls, strategy):
+    """The device allocation inside ``alloc`` can run the garbage collector, and a dying array's
+    ``Chunk.__del__`` then frees another block into the same pool on the same thread (this once
+    hung the test suite). The nested free must go through, and the counts stay right."""
+    pool = make_pool(core_cls, strategy)
+    victim = pool.alloc(PAGE)
+    device_alloc = pool.device.alloc
+
+    def alloc_and_collect(nbytes):
+        block = device_alloc(nbytes)
+        if victim.buffer is not None:
+            pool.free(victim)           # what the collector's __del__ would do here
+        return block
+
+    pool.device.alloc = alloc_and_collect
+    done = []
+    worker = threading.Thread(target=lambda: done.append(pool.alloc(3 * PAGE)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done, "alloc deadlocked on a nested free"
+    stats = pool.stats()
+    assert stats["num_free"] == 1 and stats["num_alloc"] == 2
+    pool.free(done[0])
