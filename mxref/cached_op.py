@@ -59,6 +59,10 @@ class _SlotSegmentFn:
 
     def __call__(self, run_ctx) -> None:
         arrays = self.arrays
+        # Drop the arrays once run (as ``imperative._KernelCall`` does): the engine may keep the
+        # finished operation object a while, and this call's inputs and outputs must not live
+        # on with it.
+        self.arrays = None
         calls = self.base.calls.copy()
         for i, ins, outs, req in self.patches:
             kernel, octxs, params, cin, cout, creq = calls[i]

@@ -254,3 +254,18 @@ def test_hybridized_block_returning_its_input_gives_a_copy():
     np.testing.assert_array_equal(same.asnumpy(), [[1.0, 2.0]])
     same[:] = 0
     np.testing.assert_array_equal(x.asnumpy(), [[1.0, 2.0]])
+
+
+def test_a_run_segment_lets_go_of_the_call_arrays(monkeypatch):
+    """The pushed function drops the call's arrays once it has run, so an engine that keeps a
+    finished operation object around does not keep the call's outputs alive with it."""
+    _, ex = _bind(_mlp(), {"data": (4, 5)}, ["data"])
+    cached = CachedOp(ex, ["data"])
+    eng = mx.engine.get()
+    pushed, push = [], eng.push_sync
+    monkeypatch.setattr(eng, "push_sync", lambda fn, *a, **k: (pushed.append(fn), push(fn, *a, **k)))
+    x = mx.nd.ones((4, 5))
+    out = cached.forward([x], False)[0]
+    out.wait_to_read()
+    fns = [fn for fn in pushed if hasattr(fn, "arrays")]      # the segment that read x
+    assert fns and all(fn.arrays is None for fn in fns)
