@@ -25,13 +25,9 @@ from __future__ import annotations
 import threading
 from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
-
-from . import engine as _engine
 from .base import MXNetError
 from .ndarray import imperative as _imperative
-from .ndarray.chunk import Chunk
-from .ndarray.ndarray import NDArray, _empty
+from .ndarray.ndarray import NDArray, _empty, _memoryless
 from .ndarray.utils import zeros
 from .ops import registry
 from .symbol.graph import Node, NodeEntry, topo_sort
@@ -111,7 +107,6 @@ class _Scope:
         if self._train is not None:
             set_training(self._prev_train)
         return False
-
 
 
 def record(train_mode: bool = True) -> ContextManager[None]:
@@ -307,15 +302,6 @@ def mark_variables(variables: Union[NDArray, Sequence[NDArray]],
 # Backward (Imperative::Backward): the gradient pass, then its nodes run through invoke
 # ---------------------------------------------------------------------------------------------
 
-def _ghost(spec) -> NDArray:
-    """A stand-in for a value the backward op reads only for its shape (its ``ignore_inputs``)."""
-    shape, dtype, ctx = spec
-    arr = NDArray(Chunk(0, ctx, _engine.get().new_variable()), shape, dtype, 0)
-    # NOTE: a zero-strided view as the cached numpy view: the stand-in never allocates memory.
-    arr._np = np.broadcast_to(np.zeros((), dtype), shape)
-    return arr
-
-
 def _differentiate(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
                    is_train: bool) -> Tuple[List[Node], List[NDArray], List[bool]]:
     """Differentiate the recorded graph and run its backward ops (shared by ``backward`` and ``grad``).
@@ -346,7 +332,9 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
         v = saved.outs[k] if is_output else saved.ins[k]
         values[slot] = _with_entry(v, NodeEntry(n, k, 0) if is_output else n.inputs[k]) if create_graph else v
     for slot, pos, k in plan.ghosts:
-        values[slot] = _ghost(topo[pos].extra["ag"].outs[k])
+        # a value the backward op reads only for its shape (``ignore_inputs``): no memory
+        shape, dtype, ctx = topo[pos].extra["ag"].outs[k]
+        values[slot] = _memoryless(shape, ctx, dtype)
     functions = {s.function: (topo[s.function].extra["function"], topo[s.function].extra["input_shapes"])
                  for s in plan.steps if s.function is not None}
     xs = [topo[i] for i in plan.xs]

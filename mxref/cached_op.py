@@ -29,19 +29,9 @@ import numpy as np
 from . import engine as _engine
 from .base import MXNetError
 from .executor_plan import Segment, SegmentFn
-from .ndarray.chunk import Chunk
 from .ndarray.ndarray import NDArray, _empty
 
-__all__ = ["CachedOp", "placeholder"]
-
-
-def placeholder(shape, ctx, dtype) -> NDArray:
-    """An array to bind as a data input a CachedOp takes from its caller: the right shape and
-    dtype, no memory (a zero-strided read-only view), since no kernel ever reads it."""
-    dtype = np.dtype(dtype)
-    arr = NDArray(Chunk(0, ctx, _engine.get().new_variable()), tuple(shape), dtype, 0)
-    arr._np = np.broadcast_to(np.zeros((), dtype), tuple(shape))
-    return arr
+__all__ = ["CachedOp"]
 
 
 class _SlotSegmentFn:

@@ -19,9 +19,9 @@ from .. import autograd
 from .. import ndarray as nd
 from .. import symbol as _symbol
 from ..base import MXNetError
-from ..cached_op import CachedOp, placeholder
+from ..cached_op import CachedOp
 from ..executor import bind as _bind
-from ..ndarray.ndarray import NDArray
+from ..ndarray.ndarray import NDArray, _memoryless
 from .block import Block, _flatten, _regroup
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
 
@@ -109,7 +109,7 @@ class _ExecEntry:
         the executor writes into the direct buffers are returned as copies and the buffers restored."""
         saved = [g.copy() for g in self.direct]
         self.cached.backward(*io, ograds, True)
-        direct = {id(g) for g in self.direct}
+        direct = set(self._direct_ids)
         out = [g.copy() if id(g) in direct else g for g in self.input_grads()]
         for keep, g in zip(saved, self.direct):
             keep.copyto(g)
@@ -266,7 +266,7 @@ class HybridBlock(Block):
         data_names = [i.name for i in inputs]
         arg_arrays, grads, reqs = {}, {}, {}
         for name, x, wants in zip(data_names, flat, needs_grad):
-            arg_arrays[name] = placeholder(x.shape, ctx, x.dtype)   # each call's own x is read
+            arg_arrays[name] = _memoryless(x.shape, ctx, x.dtype)   # each call's own x is read
             if wants:
                 grads[name] = nd.zeros(x.shape, ctx, x.dtype)
         grad_names, grad_params, direct, param_inputs = list(data_names), [], [], []

@@ -351,6 +351,16 @@ def _empty(shape, ctx, dtype) -> NDArray:
     return NDArray(Chunk(nbytes, ctx, _engine.get().new_variable()), shape, dtype, 0)
 
 
+def _memoryless(shape, ctx, dtype) -> NDArray:
+    """An array that has a shape and dtype but no memory, for code that never reads it: a
+    zero-size chunk, with a zero-strided read-only view of one zero as its numpy view (a value
+    a backward op reads only for its shape, a data input a CachedOp takes from its caller)."""
+    dtype = np.dtype(dtype)
+    arr = NDArray(Chunk(0, ctx, _engine.get().new_variable()), tuple(shape), dtype, 0)
+    arr._np = np.broadcast_to(np.zeros((), dtype), tuple(shape))
+    return arr
+
+
 def _from_numpy(source: np.ndarray, ctx=None) -> NDArray:
     """A new array holding a copy of ``source`` (same dtype), written now on the calling thread.
 
