@@ -68,8 +68,6 @@ def _plain(step, n_states):
 
 
 _EXT = loader.load("optimizer_kernels", "one-pass SGD updates")
-_sgd_numpy = _plain(_sgd_step, 0)
-_sgd_mom_numpy = _plain(_mom_step, 1)
 
 
 def _fast(*arrays):
@@ -82,29 +80,23 @@ def _fast(*arrays):
     return _EXT
 
 
-def _sgd_kernel(octx, p, inputs, outputs, req):
-    w, grad = inputs
-    ext = _fast(w, grad, outputs[0]) if req[0] != "add" else None
-    if ext is None:
-        return _sgd_numpy(octx, p, inputs, outputs, req)
-    if req[0] == "null":
-        return
-    w1, g1, d1 = w.reshape(-1), grad.reshape(-1), outputs[0].reshape(-1)
-    parallel_for(w1.size, lambda lo, hi: ext.sgd_update(
-        w1, g1, d1, p["lr"], p["wd"], p["rescale_grad"], p["clip_gradient"], lo, hi), work_per_item=4)
+def _one_pass(loop: str, hyper, step, n_states):
+    """The kernel of an update whose C loop ``loop`` takes the weight, the gradient, the states
+    and the new weight flat, then ``hyper`` (parameter names) and a range; ``_plain(step)`` is its
+    twin, and runs whatever the loop does not take (other dtypes, strided arrays, ``req='add'``)."""
+    numpy_kernel = _plain(step, n_states)
 
-
-def _sgd_mom_kernel(octx, p, inputs, outputs, req):
-    w, grad, mom = inputs
-    ext = _fast(w, grad, mom, outputs[0]) if req[0] != "add" else None
-    if ext is None:
-        return _sgd_mom_numpy(octx, p, inputs, outputs, req)
-    if req[0] == "null":
-        return
-    w1, g1, m1, d1 = w.reshape(-1), grad.reshape(-1), mom.reshape(-1), outputs[0].reshape(-1)
-    parallel_for(w1.size, lambda lo, hi: ext.sgd_mom_update(
-        w1, g1, m1, d1, p["lr"], p["momentum"], p["wd"], p["rescale_grad"], p["clip_gradient"], lo, hi),
-        work_per_item=4)
+    def kernel(octx, p, inputs, outputs, req):
+        ext = _fast(*inputs, outputs[0]) if req[0] != "add" else None
+        if ext is None:
+            return numpy_kernel(octx, p, inputs, outputs, req)
+        if req[0] == "null":
+            return
+        flat = [a.reshape(-1) for a in (*inputs, outputs[0])]
+        args = [p[name] for name in hyper]
+        run = getattr(ext, loop)
+        parallel_for(flat[0].size, lambda lo, hi: run(*flat, *args, lo, hi), work_per_item=4)
+    return kernel
 
 
 def _multi_precision(step, n_states):
@@ -121,9 +113,11 @@ _MOM = {"lr": LR, "momentum": MOMENTUM, "wd": WD, "rescale_grad": RESCALE, "clip
         "lazy_update": LAZY}
 _NAG = {k: v for k, v in _MOM.items() if k != "lazy_update"}
 
-update_op("sgd_update", _sgd_kernel, (), _SGD,
+_HYPER = ("lr", "wd", "rescale_grad", "clip_gradient")     # the C loops' arguments after the arrays
+update_op("sgd_update", _one_pass("sgd_update", _HYPER, _sgd_step, 0), (), _SGD,
           "SGD step ``w = (1 - lr*wd)*w - lr*clip(rescale_grad*grad)``, weight decay outside the clip.")
-update_op("sgd_mom_update", _sgd_mom_kernel, ("mom",), _MOM,
+update_op("sgd_mom_update", _one_pass("sgd_mom_update", ("lr", "momentum", *_HYPER[1:]), _mom_step, 1),
+          ("mom",), _MOM,
           "Momentum SGD: ``mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*grad); w += mom``.")
 update_op("nag_mom_update", _plain(_nag_step, 1), ("mom",), _NAG,
           "Nesterov momentum (see the module docstring for the exact in-place form MXNet uses).")
