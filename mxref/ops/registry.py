@@ -39,7 +39,7 @@ import numpy as np
 from ..base import MXNetError, _Null, normalize_dtype
 
 __all__ = ["Param", "OpDef", "OpContext", "register", "get", "exists", "list_ops", "register_kernel",
-           "get_kernel", "assign", "REQUIRED", "elemwise_shape", "elemwise_type"]
+           "get_kernel", "assign", "write", "REQUIRED", "elemwise_shape", "elemwise_type"]
 
 REQUIRED = object()   # a parameter without a default
 
@@ -223,6 +223,23 @@ def assign(out: np.ndarray, req: str, value) -> None:
     else:  # write / inplace
         if out is not value:
             out[...] = value
+
+
+def write(out: np.ndarray, req: str, fill: Callable[[np.ndarray], None]) -> None:
+    """Let ``fill(dst)`` compute a result straight into ``out`` (no temporary, no copy), as ``req``
+    says: ``'add'`` goes through a temporary added in, ``'null'`` computes nothing.
+
+    ``out`` may be an input itself (an optimizer's ``out=weight``), so ``fill`` must write ``dst``
+    only with elementwise ufuncs after its last read of that input.
+    """
+    if req == "null":
+        return
+    if req == "add":
+        tmp = np.empty_like(out)
+        fill(tmp)
+        out += tmp
+    else:
+        fill(out)
 
 
 def elemwise_shape(params, in_shapes):

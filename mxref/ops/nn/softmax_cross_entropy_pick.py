@@ -26,7 +26,7 @@ import numpy as np
 from ..._ext import loader
 from ...base import MXNetError
 from ...symbol.graph import NodeEntry, make_node
-from ..registry import OpDef, Param, assign, register
+from ..registry import OpDef, Param, assign, register, write
 from .softmax import softmax_into
 
 PARAMS = {"axis": Param("int", -1, doc="The class axis.")}
@@ -63,11 +63,9 @@ def _forward(octx, p, inputs, outputs, req):
     ext = _fast(p, data)
     if ext is None:
         _forward_numpy(p, data, label, outputs[0], req[0])
-    elif req[0] != "null":
-        out = outputs[0].reshape(-1) if req[0] != "add" else np.empty(data.shape[0], data.dtype)
-        ext.softmax_ce_forward(np.ascontiguousarray(data), label.reshape(-1).astype(np.int64), out)
-        if req[0] == "add":
-            outputs[0] += out.reshape(outputs[0].shape)
+        return
+    x, labels = np.ascontiguousarray(data), label.reshape(-1).astype(np.int64)
+    write(outputs[0], req[0], lambda dst: ext.softmax_ce_forward(x, labels, dst.reshape(-1)))
 
 
 def _backward(octx, p, inputs, outputs, req):
@@ -75,12 +73,10 @@ def _backward(octx, p, inputs, outputs, req):
     ext = _fast(p, data) if g.dtype == data.dtype else None
     if ext is None:
         _backward_numpy(p, g, data, label, outputs[0], req[0])
-    elif req[0] != "null":
-        dx = outputs[0] if req[0] != "add" else np.empty(data.shape, data.dtype)
-        ext.softmax_ce_backward(np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(data),
-                                label.reshape(-1).astype(np.int64), dx)
-        if req[0] == "add":
-            outputs[0] += dx
+        return
+    g1, x = np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(data)
+    labels = label.reshape(-1).astype(np.int64)
+    write(outputs[0], req[0], lambda dst: ext.softmax_ce_backward(g1, x, labels, dst))
 
 
 def _forward_numpy(p, data: np.ndarray, label: np.ndarray, out: np.ndarray, req: str) -> None:

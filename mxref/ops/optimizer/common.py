@@ -6,7 +6,7 @@ from typing import Callable, Dict, Sequence
 import numpy as np
 
 from ...base import MXNetError
-from ..registry import OpDef, Param, register
+from ..registry import OpDef, Param, register, write
 
 __all__ = ["LR", "WD", "RESCALE", "CLIP", "LAZY", "preprocess", "clip_weights", "write", "update_op",
            "mp_type"]
@@ -26,22 +26,6 @@ def preprocess(grad: np.ndarray, rescale_grad: float, clip_gradient: float,
     if clip_gradient >= 0:
         np.clip(g, -clip_gradient, clip_gradient, out=g)
     return g
-
-
-def write(out: np.ndarray, req: str, fill: Callable[[np.ndarray], None]) -> None:
-    """Let ``fill(dst)`` compute the new weight straight into ``out`` (no temporary, no copy).
-
-    ``out`` may be the weight itself (``out=weight``), so ``fill`` must write ``dst`` only with
-    elementwise ufuncs after its last read of the weight. ``req='add'`` goes through a temporary.
-    """
-    if req == "null":
-        return
-    if req == "add":
-        tmp = np.empty_like(out)
-        fill(tmp)
-        out += tmp
-    else:
-        fill(out)
 
 
 def clip_weights(w: np.ndarray, bound: float) -> np.ndarray:
