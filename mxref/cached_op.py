@@ -160,8 +160,8 @@ class CachedOp:
         def wrap(segments):
             out = []
             for seg in segments:
-                touches = any(e in slot_of for op in seg.ops for e in (*op.in_eids, *op.out_eids))
-                out.append(_SlotSegment(seg, slot_of) if touches else _PlainSegment(seg))
+                slotted = _SlotSegment(seg, slot_of)
+                out.append(slotted if slotted.patches else _PlainSegment(seg))
             return out
         self._fwd = wrap(executor._fwd_segments)
         self._bwd = wrap(executor._bwd_segments)
