@@ -173,11 +173,13 @@ def mxref_plan(case, outputs=None, mirror_fun=None, mirror_everywhere=False):
     """
     import numpy as np  # noqa: PLC0415
 
-    from mxref.passes.base import Graph  # noqa: PLC0415
+    from mxref.graph import (
+        Graph,  # noqa: PLC0415
+        NodeEntry,  # noqa: PLC0415
+    )
     from mxref.passes.gradient import full_graph  # noqa: PLC0415
     from mxref.passes.mirror import mxnet_mirror_fun  # noqa: PLC0415
     from mxref.passes.plan_memory import EXTERNAL_STORAGE_ID, memory_report, plan_memory  # noqa: PLC0415
-    from mxref.symbol.graph import NodeEntry  # noqa: PLC0415
     from mxref.symbol.json_format import from_json  # noqa: PLC0415
 
     outputs = outputs or from_json(case["json"])
@@ -204,7 +206,7 @@ def mxref_plan(case, outputs=None, mirror_fun=None, mirror_everywhere=False):
 
 def mirror_rows(case):
     """ResNet-50-style training under each mirror policy: (policy, MB planned with 'auto')."""
-    from mxref.passes.base import Graph  # noqa: PLC0415
+    from mxref.graph import Graph  # noqa: PLC0415
     from mxref.passes.memory_report import memory_report  # noqa: PLC0415
     from mxref.passes.mirror import budget_plan, default_threshold, mxnet_mirror_fun, sublinear_plan  # noqa: PLC0415
     from mxref.passes.plan_memory import plan_memory  # noqa: PLC0415

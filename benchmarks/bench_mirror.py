@@ -60,7 +60,7 @@ def main(argv=None):
     from bench_memory_planning import resnet50  # noqa: PLC0415 - plain MXNet-1.x symbol code
 
     import mxref as mx  # noqa: PLC0415
-    from mxref.passes.base import apply_pass  # noqa: PLC0415
+    from mxref.graph import apply_pass  # noqa: PLC0415
 
     sym = resnet50(mx)
     mbs, flops = {}, {}

@@ -26,11 +26,11 @@ import threading
 from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
 from .base import MXNetError
+from .graph import Node, NodeEntry, topo_sort
 from .ndarray import imperative as _imperative
 from .ndarray.ndarray import NDArray, _empty, _memoryless
 from .ndarray.utils import zeros
 from .ops import registry
-from .symbol.graph import Node, NodeEntry, topo_sort
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "get_symbol",

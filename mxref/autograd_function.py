@@ -11,9 +11,9 @@ from typing import Dict, List, Tuple
 
 from . import autograd
 from .base import MXNetError
+from .graph import Node, NodeEntry, make_node
 from .ndarray.ndarray import NDArray
 from .ops.registry import OpDef, Param, register
-from .symbol.graph import Node, NodeEntry, make_node
 
 __all__ = ["Function"]
 

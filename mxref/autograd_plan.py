@@ -17,9 +17,8 @@ import threading
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .base import MXNetError
-from .passes.base import Graph
+from .graph import Graph, Node, NodeEntry, topo_sort
 from .passes.gradient import gradient as _gradient_pass
-from .symbol.graph import Node, NodeEntry, topo_sort
 
 __all__ = ["Plan", "tape_order", "structure_key", "build_plan", "cached_plan"]
 

@@ -25,16 +25,14 @@ import numpy as np
 from . import engine as _engine
 from . import resource as _resource
 from .base import MXNetError, env_bool, env_float, env_int, env_str
+from .graph import Graph, NodeEntry, apply_pass, copy_graph, make_node
 from .ndarray.chunk import Chunk
 from .ndarray.ndarray import NDArray
 from .ndarray.utils import zeros as _nd_zeros
 from .ops.registry import OpContext, get_kernel
-from .passes.base import Graph, apply_pass
 from .passes.gradient import full_graph
 from .passes.mirror import DEFAULT_BUDGET, mxnet_mirror_fun
 from .passes.plan_memory import BAD_STORAGE_ID, EXTERNAL_STORAGE_ID
-from .symbol.graph import NodeEntry, make_node
-from .symbol.symbol import _copy_graph
 
 __all__ = ["GraphPlan", "build_graph", "allocate", "compile_segments", "NodeOp", "SegmentFn"]
 
@@ -87,7 +85,7 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     ``grad_req`` maps argument names to 'null'/'write'/'add'; ``shapes``/``dtypes`` give what is
     known of the inputs. Raises ``MXNetError`` naming the inputs whose shape or dtype stays unknown.
     """
-    outputs = _copy_graph(outputs)   # the executor owns its nodes: passes may annotate them
+    outputs = copy_graph(outputs)   # the executor owns its nodes: passes may annotate them
     fwd_idx = Graph(outputs).indexed
     xs = [NodeEntry(fwd_idx.nodes[nid], 0, 0) for nid in fwd_idx.arg_nodes
           if grad_req.get(fwd_idx.nodes[nid].name, "null") != "null"]

@@ -42,13 +42,13 @@ from . import engine as _engine
 from . import ndarray as _nd
 from .base import DTYPE_NP_TO_MX, MXNetError
 from .engine.base import inline_scope
+from .graph import NodeEntry
 from .ndarray.chunk import Chunk, _free_nothing
 from .ndarray.imperative import invoke, parse_params
 from .ndarray.ndarray import NDArray
 from .ops import registry
 from .ops.nn._util import backward_node
 from .ops.registry import OpDef, Param
-from .symbol.graph import NodeEntry
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom"]
 

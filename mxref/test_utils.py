@@ -20,6 +20,7 @@ import numpy as np
 from . import resource as _resource
 from .base import MXNetError
 from .context import Context, current_context
+from .graph import Node, NodeEntry
 from .ndarray.ndarray import NDArray
 from .ndarray.utils import array, waitall
 from .ops import registry as _registry
@@ -582,7 +583,6 @@ class OpTestCase:
 
     # -- the pieces every test uses ----------------------------------------------------------
     def _symbol(self, dtype):
-        from .symbol.graph import Node, NodeEntry  # noqa: PLC0415 - symbol imports test tooling lazily
         from .symbol.symbol import Symbol  # noqa: PLC0415
         opdef = _registry.get(self.op)
         given = self.op_params(dtype)

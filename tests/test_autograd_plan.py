@@ -8,7 +8,7 @@ import pytest
 import mxref as mx
 from mxref import autograd as ag
 from mxref import autograd_plan, nd
-from mxref.symbol.graph import topo_sort
+from mxref.graph import topo_sort
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ import pytest
 
 import mxref as mx
 from mxref import test_utils as tu
+from mxref.graph import NodeEntry, make_node
 from mxref.ops import registry
 from mxref.ops.registry import OpDef, assign
-from mxref.symbol.graph import NodeEntry, make_node
 
 
 def _square(octx, params, inputs, outputs, req):

@@ -15,11 +15,15 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from mxref.passes.base import Graph  # noqa: E402
+from mxref.graph import (  # noqa: E402
+    Graph,  # noqa: E402
+    Node,
+    NodeEntry,
+    make_node,
+)
 from mxref.passes.gradient import full_graph  # noqa: E402
 from mxref.passes.memory_report import live_spans, memory_report  # noqa: E402
 from mxref.passes.plan_memory import EXTERNAL_STORAGE_ID, plan_memory  # noqa: E402
-from mxref.symbol.graph import Node, NodeEntry, make_node  # noqa: E402
 
 
 def small_net(batch=32):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
+from ..graph import NodeEntry, make_node
 from .registry import OpDef, Param, register
 
 
@@ -39,7 +40,6 @@ def _sum_into(octx, params, inputs, outputs, req):
 
 
 def _add_n_gradient(node, ograds):
-    from ..symbol.graph import NodeEntry, make_node  # noqa: PLC0415 - symbol imports ops
     return [NodeEntry(make_node("identity", [ograds[0]], f"{node.name}_backward_{i}"), 0, 0)
             for i in range(len(node.inputs))]
 

@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .elemwise import BINARY_MATH, COMPARISONS, register_binary, sum_to_shape
 from .registry import OpDef, Param, assign, register
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .registry import OpDef, Param, register
 
 

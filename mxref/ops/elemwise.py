@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .registry import OpDef, assign, elemwise_shape, elemwise_type, register
 
 __all__ = ["is_integer", "make_kernel", "sum_to_shape", "zero_grads", "output_grads", "register_unary",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
 from .registry import OpDef, Param, assign, register
 

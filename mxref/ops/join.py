@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .elemwise import output_grads
 from .registry import OpDef, Param, assign, register
 from .shape import normalize_axis

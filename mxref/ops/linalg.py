@@ -16,7 +16,7 @@ from typing import Tuple
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .registry import OpDef, Param, assign, register
 
 _PARAMS = {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False),

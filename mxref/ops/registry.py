@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..base import MXNetError, _Null, normalize_dtype
+from ..graph import node as _graph_node
 
 __all__ = ["Param", "OpDef", "OpContext", "register", "get", "exists", "list_ops", "register_kernel",
            "get_kernel", "assign", "write", "REQUIRED", "elemwise_shape", "elemwise_type"]
@@ -416,6 +417,10 @@ def get(name: str) -> OpDef:
         return _OPS[name]
     except KeyError:
         raise MXNetError(f"operator {name!r} is not registered") from None
+
+
+# The graph layer finds operators by name through this registry (``make_node`` in gradients).
+_graph_node.set_op_lookup(get)
 
 
 def exists(name: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .elemwise import trunc_divide, zero_grads
 from .registry import OpDef, Param, assign, register
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Callable, Dict
 
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from . import broadcast, elemwise, scalar  # noqa: F401  (the ops below must be registered first)
 from .elemwise import output_grads
 from .registry import get

@@ -14,7 +14,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
 from .registry import OpDef, Param, assign, register
 

@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
-from ..symbol.graph import NodeEntry, make_node
+from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
 from .registry import REQUIRED, OpDef, Param, _parse_literal, assign, register
 

@@ -1,18 +1,16 @@
-"""Graph passes: infer_shape, infer_type, gradient, plan_memory, mirror (one file each).
+"""Graph passes: infer_shape, infer_type, gradient, plan_memory, mirror, count_flops (one file each).
 
-Importing this package registers every pass (``base.list_passes()``); it never imports Symbol or
-the executor, which build on it.
+Importing this package registers every pass with the pass registry of ``mxref.graph``
+(``mxref.graph.list_passes()``). Passes stand on the graph IR and the operator registry only; they
+never import Symbol or the executor, which build on them (a test in ``tests/test_layers.py`` checks).
 """
 import importlib
 import pkgutil
 
-from . import base  # noqa: F401
-
 
 def _import_all() -> None:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name != "base":
-            importlib.import_module(f"{__name__}.{info.name}")
+        importlib.import_module(f"{__name__}.{info.name}")
 
 
 _import_all()

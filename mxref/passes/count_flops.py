@@ -11,7 +11,7 @@ from typing import List
 
 import numpy as np
 
-from .base import Graph, register_pass
+from ..graph import Graph, register_pass
 
 __all__ = ["count_flops"]
 

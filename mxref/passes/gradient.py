@@ -20,9 +20,8 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..base import MXNetError, env_int
+from ..graph import Graph, Node, NodeEntry, make_node, register_pass, topo_sort
 from ..ops import registry
-from ..symbol.graph import Node, NodeEntry, make_node, topo_sort
-from .base import Graph, register_pass
 
 __all__ = ["gradient", "aggregate_gradient", "full_graph", "is_zero_entry", "ZERO_OPS"]
 

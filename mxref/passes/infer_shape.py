@@ -19,9 +19,9 @@ import inspect
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..base import MXNetError
+from ..graph import Graph, register_pass
 from ..ops import registry
 from ..ops.registry import _to_shape
-from .base import Graph, register_pass
 
 __all__ = ["AttrRule", "infer_graph_attr", "infer_shape", "shape_is_known", "merge_shape", "SHAPE_RULE"]
 

@@ -10,7 +10,7 @@ from typing import Dict, Optional, Sequence, Union
 import numpy as np
 
 from ..base import normalize_dtype
-from .base import Graph, register_pass
+from ..graph import Graph, register_pass
 from .infer_shape import AttrRule, infer_graph_attr
 
 __all__ = ["infer_type", "DTYPE_RULE"]

@@ -10,7 +10,7 @@ from typing import Dict, List, NamedTuple, Sequence
 
 import numpy as np
 
-from .base import Graph
+from ..graph import Graph
 
 __all__ = ["Span", "live_spans", "block_lower_bound", "memory_report", "total_mb_allocated",
            "debug_str_footer", "PLAN_ELEMENT_BYTES"]

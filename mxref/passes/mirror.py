@@ -30,8 +30,7 @@ from typing import Callable, List, Optional, Sequence, Set
 import numpy as np
 
 from ..base import MXNetError, env_int
-from ..symbol.graph import Node, NodeEntry, topo_sort
-from .base import Graph, register_pass
+from ..graph import Graph, Node, NodeEntry, register_pass, topo_sort
 
 __all__ = ["need_mirror", "mxnet_mirror_fun", "cut_points", "default_threshold", "sublinear_plan",
            "search_plan", "product_macs", "budget_plan", "DEFAULT_BUDGET", "POLICIES", "mirror"]

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..base import MXNetError, env_bool, env_int, env_str
-from .base import Graph, IndexedGraph, register_pass
+from ..graph import Graph, IndexedGraph, register_pass
 from .memory_report import PLAN_ELEMENT_BYTES, debug_str_footer, live_spans, memory_report, total_mb_allocated
 
 __all__ = ["BAD_STORAGE_ID", "EXTERNAL_STORAGE_ID", "DYNAMIC_STORAGE_ID", "GraphAllocator",

@@ -11,8 +11,8 @@ import numpy as np
 
 from ..base import MXNetError
 from ..context import cpu
+from ..graph import Node, NodeEntry, topo_sort
 from ..ops.registry import OpContext, get_kernel
-from .graph import Node, NodeEntry, topo_sort
 
 __all__ = ["evaluate"]
 

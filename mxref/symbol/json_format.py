@@ -21,8 +21,8 @@ from typing import Dict, List, Sequence
 
 from ..attribute import HIDDEN_KEYS
 from ..base import MXNetError
+from ..graph import Node, NodeEntry, topo_sort
 from ..ops import registry
-from .graph import Node, NodeEntry, topo_sort
 
 __all__ = ["MXNET_VERSION", "to_json", "from_json", "variable_version", "apply_input_var_attrs"]
 

@@ -17,9 +17,9 @@ import numpy as np
 from .. import attribute
 from .. import name as _name
 from ..base import MXNetError, _Null, numeric_types
+from ..graph import Node, NodeEntry
 from ..ops import registry
 from . import json_format
-from .graph import Node, NodeEntry
 from .symbol import Symbol
 
 __all__ = ["create", "wrapper", "populate", "NAMESPACES"]

@@ -11,27 +11,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import attribute
+from .. import (
+    attribute,
+    passes,  # noqa: F401 - registers the passes infer_shape/infer_type run
+)
 from ..base import DTYPE_NP_TO_MX, MXNetError, normalize_dtype
+from ..graph import Graph, Node, NodeEntry, apply_pass, copy_graph, topo_sort
 from . import json_format
-from .graph import Node, NodeEntry, topo_sort
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
 
 _STORAGE_TYPES = {"default": 0, "row_sparse": 1, "csr": 2}
-
-
-def _copy_graph(outputs: Sequence[NodeEntry]) -> List[NodeEntry]:
-    """Deep-copy every node reachable from ``outputs``; returns the matching new outputs."""
-    new: Dict[int, Node] = {}
-    for node in topo_sort(outputs):
-        twin = Node(node.op, node.name, dict(node.attrs),
-                    [NodeEntry(new[id(e.node)], e.index, e.version) for e in node.inputs],
-                    [new[id(d)] for d in node.control_deps])
-        twin._params = node._params
-        twin.extra = dict(node.extra)
-        new[id(node)] = twin
-    return [NodeEntry(new[id(e.node)], e.index, e.version) for e in outputs]
 
 
 def _visible_attrs(attrs: Dict[str, str]) -> Dict[str, str]:
@@ -100,10 +90,10 @@ class Symbol:
         return Symbol([self._outputs[index]])
 
     def __copy__(self) -> "Symbol":
-        return Symbol(_copy_graph(self._outputs))
+        return Symbol(copy_graph(self._outputs))
 
     def __deepcopy__(self, memo) -> "Symbol":
-        return Symbol(_copy_graph(self._outputs))
+        return Symbol(copy_graph(self._outputs))
 
     def copy(self) -> "Symbol":
         return self.__copy__()
@@ -267,7 +257,6 @@ class Symbol:
     def _infer(self, kind: str, partial: bool, args, kwargs):
         """Run the ``infer_shape``/``infer_type`` pass and present its result as MXNet does."""
         from ..passes import infer_shape, infer_type  # noqa: F401 - lazy: the passes import us
-        from ..passes.base import Graph, apply_pass
         what = "infer_shape" if kind == "shape" else "infer_type"
         arg_names, input_names = self.list_arguments(), self.list_inputs()
         if args and kwargs:

@@ -7,9 +7,9 @@ import numpy as np
 
 import mxref.ops  # noqa: F401  (registers every operator)
 from mxref.context import cpu
+from mxref.graph import Node, NodeEntry, make_node
 from mxref.ops import registry
 from mxref.ops.registry import OpContext
-from mxref.symbol.graph import Node, NodeEntry, make_node
 
 
 class _Rng:

@@ -1,11 +1,10 @@
 """Tensor-op gradients composed by the gradient pass over a multi-op graph match central differences."""
 import numpy as np
 
+from mxref.graph import Graph, Node, NodeEntry, make_node
 from mxref.ops import registry
-from mxref.passes.base import Graph
 from mxref.passes.gradient import gradient
 from mxref.symbol.eval_numpy import evaluate
-from mxref.symbol.graph import Node, NodeEntry, make_node
 
 
 def _op(name, inputs, tag, **params):

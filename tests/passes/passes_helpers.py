@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mxref.graph import Graph, Node, NodeEntry, make_node
 from mxref.ops import registry
 from mxref.ops.registry import OpDef, Param
-from mxref.passes.base import Graph
-from mxref.symbol.graph import Node, NodeEntry, make_node
 
 
 def _copy(octx, params, inputs, outputs, req):

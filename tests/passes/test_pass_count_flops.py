@@ -6,9 +6,8 @@ import pytest
 from passes_helpers import annotate, var
 
 from mxref.base import MXNetError
-from mxref.passes.base import Graph, apply_pass
+from mxref.graph import Graph, NodeEntry, apply_pass, make_node
 from mxref.passes.gradient import full_graph
-from mxref.symbol.graph import NodeEntry, make_node
 
 
 def _mlp():

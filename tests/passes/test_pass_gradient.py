@@ -4,12 +4,11 @@ import pytest
 from passes_helpers import op, var
 
 from mxref.base import MXNetError
+from mxref.graph import Graph, Node, NodeEntry, apply_pass, make_node, topo_sort
 from mxref.ops import registry
 from mxref.ops.registry import OpDef
-from mxref.passes.base import Graph, apply_pass
 from mxref.passes.gradient import aggregate_gradient, full_graph, gradient
 from mxref.symbol.eval_numpy import evaluate
-from mxref.symbol.graph import Node, NodeEntry, make_node, topo_sort
 
 
 def _numeric_grad(f, x, eps=1e-6):

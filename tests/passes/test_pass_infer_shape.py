@@ -9,10 +9,9 @@ import mxref.name
 import mxref.passes.infer_shape  # noqa: F401 - registers the pass
 import mxref.symbol as sym
 from mxref.base import MXNetError
+from mxref.graph import Graph, NodeEntry, apply_pass, list_passes
 from mxref.ops.registry import OpDef, Param, exists, register
-from mxref.passes.base import Graph, apply_pass, list_passes
 from mxref.passes.infer_shape import merge_shape
-from mxref.symbol.graph import NodeEntry
 
 
 def _dense_shape(p, ins):

@@ -9,8 +9,8 @@ import mxref.name
 import mxref.passes.infer_type  # noqa: F401 - registers the pass
 import mxref.symbol as sym
 from mxref.base import MXNetError
+from mxref.graph import Graph, apply_pass, list_passes
 from mxref.ops.registry import OpDef, exists, register
-from mxref.passes.base import Graph, apply_pass, list_passes
 
 if not exists("TTypeAdd"):
     register(OpDef("TTypeAdd", arguments=("lhs", "rhs")))

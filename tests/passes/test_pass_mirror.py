@@ -7,7 +7,7 @@ from passes_helpers import annotate, op, var
 from test_pass_plan_memory import _check_invariants
 
 from mxref.base import MXNetError
-from mxref.passes.base import Graph, apply_pass
+from mxref.graph import Graph, Node, NodeEntry, apply_pass, make_node
 from mxref.passes.gradient import full_graph
 from mxref.passes.memory_report import memory_report
 from mxref.passes.mirror import (
@@ -20,7 +20,6 @@ from mxref.passes.mirror import (
 )
 from mxref.passes.plan_memory import EXTERNAL_STORAGE_ID, plan_memory
 from mxref.symbol.eval_numpy import evaluate
-from mxref.symbol.graph import Node, NodeEntry, make_node
 
 
 def _node(op_name, **attrs):

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from passes_helpers import annotate, op, var
 
 from mxref.base import MXNetError
-from mxref.passes.base import apply_pass
+from mxref.graph import apply_pass
 from mxref.passes.memory_report import Span, block_lower_bound
 from mxref.passes.plan_memory import (
     EXTERNAL_STORAGE_ID,

@@ -5,8 +5,8 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ... import graph as _graph
 from ...base import MXNetError
-from ...symbol import graph as _graph  # module reference: ops and symbol import each other
 from ..parallel import parallel_matmul
 
 Shape = Optional[Tuple[int, ...]]

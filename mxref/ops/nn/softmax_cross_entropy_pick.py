@@ -25,7 +25,7 @@ import numpy as np
 
 from ..._ext import loader
 from ...base import MXNetError
-from ...symbol.graph import NodeEntry, make_node
+from ...graph import NodeEntry, make_node
 from ..registry import OpDef, Param, assign, register, write
 from .softmax import softmax_into
 

@@ -7,9 +7,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import pytest
 
+from mxref.graph import Node, NodeEntry, make_node
 from mxref.ops import registry
 from mxref.symbol.eval_numpy import evaluate
-from mxref.symbol.graph import Node, NodeEntry, make_node
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "ops_nn")
 

@@ -36,7 +36,7 @@ def test_gradient(rng, act):
 
 def test_backward_uses_output_not_input(rng):
     """_backward_Activation's inputs are (ograd, forward output): the input may be overwritten."""
-    from mxref.symbol.graph import Node, NodeEntry, make_node
+    from mxref.graph import Node, NodeEntry, make_node
     x = Node(None, "x")
     fwd = make_node("Activation", [NodeEntry(x)], "act", attrs={"act_type": "tanh"})
     (g,) = fwd.op.gradient(fwd, [NodeEntry(Node(None, "og"))])

@@ -1,15 +1,34 @@
-"""The graph IR shared by Symbol, the passes and operator gradients: ``Node`` and ``NodeEntry``.
+"""The graph IR's vertices: ``Node`` (one operator application or a variable) and ``NodeEntry``.
 
 A node is one operator application (or a variable, when ``op`` is ``None``); an entry names one
 output of a node. A graph is just the set of nodes reachable from its output entries.
+
+This layer knows operators only by what a node asks of them (``parse_params``, ``num_outputs``,
+``mutate_inputs``), so it imports nothing above it. ``make_node`` finds an operator by name through
+the lookup the operator registry installs when it is imported (nnvm keeps its ``Op`` table at
+this level for the same reason: gradients build nodes of other operators by name).
 """
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
-from ..ops import registry
+from ..base import MXNetError
 
-__all__ = ["Node", "NodeEntry", "make_node", "node_entries", "topo_sort"]
+__all__ = ["Node", "NodeEntry", "make_node", "node_entries", "set_op_lookup"]
+
+
+def _no_registry(op_name: str):
+    raise MXNetError(f"make_node({op_name!r}): no operator registry is installed (import mxref.ops)")
+
+
+# name -> operator; ``mxref/ops/registry.py`` installs its ``get`` here when it is imported.
+_op_lookup: Callable[[str], Any] = _no_registry
+
+
+def set_op_lookup(lookup: Callable[[str], Any]) -> None:
+    """Install the function ``make_node`` uses to find an operator by name."""
+    global _op_lookup
+    _op_lookup = lookup
 
 
 class NodeEntry(NamedTuple):
@@ -30,7 +49,7 @@ class Node:
 
     __slots__ = ("op", "name", "attrs", "inputs", "control_deps", "_params", "extra")
 
-    def __init__(self, op: Optional[registry.OpDef], name: str, attrs: Dict[str, str] = None,
+    def __init__(self, op: Optional[Any], name: str, attrs: Dict[str, str] = None,
                  inputs: Sequence[NodeEntry] = (), control_deps: Sequence["Node"] = ()):
         self.op = op
         self.name = name
@@ -71,7 +90,7 @@ def make_node(op_name: str, inputs: Sequence[NodeEntry], name: str,
     reuses the forward node's parameters: ``make_node('_backward_FullyConnected', ins, name,
     params=fwd.params)``.
     """
-    op = registry.get(op_name)
+    op = _op_lookup(op_name)
     node = Node(op, name, attrs, inputs)
     if params is not None:
         node._params = dict(params)
@@ -82,29 +101,3 @@ def make_node(op_name: str, inputs: Sequence[NodeEntry], name: str,
 
 def node_entries(node: Node) -> List[NodeEntry]:
     return [NodeEntry(node, i, 0) for i in range(node.num_outputs())]
-
-
-def topo_sort(outputs: Sequence[NodeEntry]) -> List[Node]:
-    """Nodes reachable from ``outputs`` in a topological order (inputs first), deterministic."""
-    order: List[Node] = []
-    seen = set()        # the nodes themselves: Node hashes by identity
-    for root in outputs:
-        stack = [(root.node, False)]
-        push = stack.append
-        while stack:
-            node, expanded = stack.pop()
-            if expanded:
-                order.append(node)
-                continue
-            if node in seen:
-                continue
-            seen.add(node)
-            push((node, True))
-            if node.control_deps:
-                for dep in reversed(node.control_deps):
-                    if dep not in seen:
-                        push((dep, False))
-            for e in reversed(node.inputs):
-                if e.node not in seen:
-                    push((e.node, False))
-    return order
