@@ -21,6 +21,7 @@ from .executor_plan import GraphPlan, allocate, build_graph, bulk_sizes, compile
 from .ndarray.ndarray import NDArray, _empty
 from .ndarray.utils import zeros
 from .passes.memory_report import debug_str_footer
+from .symbol.symbol import Symbol
 
 __all__ = ["Executor", "bind", "simple_bind"]
 
@@ -281,7 +282,6 @@ class Executor:
     def debug_str(self) -> str:
         """The bound graph (forward and backward nodes) in nnvm's format, ending with MXNet's
         ``Total N MB allocated`` line (planned intermediate entries only, as MXNet counts)."""
-        from .symbol.symbol import Symbol  # noqa: PLC0415 - symbol imports executor lazily too
         return Symbol(self._plan.graph.outputs).debug_str() + debug_str_footer(self._plan.graph)
 
 

@@ -21,9 +21,11 @@ from . import resource as _resource
 from .base import MXNetError
 from .context import Context, current_context
 from .graph import Node, NodeEntry
+from .ndarray import imperative
 from .ndarray.ndarray import NDArray
 from .ndarray.utils import array, waitall
 from .ops import registry as _registry
+from .symbol.symbol import Symbol
 
 __all__ = ["default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
            "default_numeric_eps", "get_tolerance", "get_tols", "get_rtol", "get_atol", "same",
@@ -583,7 +585,6 @@ class OpTestCase:
 
     # -- the pieces every test uses ----------------------------------------------------------
     def _symbol(self, dtype):
-        from .symbol.symbol import Symbol  # noqa: PLC0415
         opdef = _registry.get(self.op)
         given = self.op_params(dtype)
         p = opdef.parse_params(given)
@@ -633,7 +634,6 @@ class OpTestCase:
                                     self._tol(self.atol, dtype), (f"FORWARD_{i}", f"EXPECTED_{i}"))
 
     def test_imperative(self):
-        from .ndarray import imperative  # noqa: PLC0415 - ndarray is imported after this module
         for dtype in self.dtypes:
             sym, p, args, aux = self._case(dtype)
             ins = [array(args[k], dtype=dtype) for k in sym.list_arguments()]

@@ -1,7 +1,7 @@
 """Adam and LAMB optimizers.
 
 ``Adam`` adds weight decay before clipping and folds the bias correction into the learning rate
-(mxnet-semantics item 8), one ``adam_update`` per step::
+(``docs/mxnet-semantics.md`` item 8), one ``adam_update`` per step::
 
     lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
     g = clip(rescale_grad*grad + wd*w);  m = beta1*m + (1-beta1)*g;  v = beta2*v + (1-beta2)*g^2

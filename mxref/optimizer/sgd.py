@@ -2,7 +2,7 @@
 
 Each update is one engine operation (``sgd_update``, ``sgd_mom_update``, ``nag_mom_update``,
 ``signsgd_update``, ``signum_update`` or an ``mp_*`` twin), so ``update`` returns at once.
-SGD applies rescale, then clip, then weight decay outside the clip (mxnet-semantics item 7)::
+SGD applies rescale, then clip, then weight decay outside the clip (``docs/mxnet-semantics.md`` item 7)::
 
     mom = momentum*mom - lr*(clip(rescale_grad*grad) + wd*w);   w += mom
 """

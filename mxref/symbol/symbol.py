@@ -256,7 +256,6 @@ class Symbol:
 
     def _infer(self, kind: str, partial: bool, args, kwargs):
         """Run the ``infer_shape``/``infer_type`` pass and present its result as MXNet does."""
-        from ..passes import infer_shape, infer_type  # noqa: F401 - lazy: the passes import us
         what = "infer_shape" if kind == "shape" else "infer_type"
         arg_names, input_names = self.list_arguments(), self.list_inputs()
         if args and kwargs:

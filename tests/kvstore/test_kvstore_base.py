@@ -1,4 +1,4 @@
-"""KVStore API semantics shared by ``local`` and ``device`` (``mxnet-semantics.md`` item 15).
+"""KVStore API semantics shared by ``local`` and ``device`` (``docs/mxnet-semantics.md`` item 15).
 
 Push sums a list of values, a pull into a list broadcasts, without an updater a push replaces the
 value, with one the updater is called once with the sum; key and shape errors raise
