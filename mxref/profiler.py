@@ -11,7 +11,6 @@ The engine pays for this only while recording: its hook is one attribute test (`
 """
 from __future__ import annotations
 
-import atexit
 import json
 import threading
 import time
@@ -323,20 +322,22 @@ def _record_point(kind: str, name: str, category: str, value: int) -> None:
     _state.events.append((kind, name, category, time.perf_counter_ns(), value, tid, "cpu(0)"))
 
 
+_dump_at_exit = False
+
+
 def _autostart() -> None:
     """``MXNET_PROFILER_AUTOSTART=1``: profile the whole run and dump the trace at exit."""
+    global _dump_at_exit
     set_config(profile_all=True)
     set_state("run")
-    atexit.register(_dump_at_exit)
+    _dump_at_exit = True
 
 
-def _dump_at_exit() -> None:
-    # atexit runs hooks last-in first-out, so this runs before the engine's own drain: drain first
-    # so that the trace holds every op the program pushed.
-    from . import engine  # noqa: PLC0415 - the engine imports this module
-    if engine._engine is not None:
-        engine._engine.stop()
-    if _state.running:
+def _at_engine_exit() -> None:
+    """Called by the engine's exit hook once it has drained (``mxref/engine/__init__.py``), so the
+    auto-started trace holds every operation the program pushed; the profiler never imports the
+    engine it observes."""
+    if _dump_at_exit and _state.running:
         dump(True)
 
 

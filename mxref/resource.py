@@ -88,6 +88,7 @@ def seed(seed_value: int, ctx=None) -> None:
         res.generator = np.random.default_rng(_mix_seed(seed_value, ctx))  # ... then set this seed
 
 
+@_engine.on_switch
 def _reset_for_engine_switch() -> None:
     """Forget resources when the engine changes: their variables belong to the old engine."""
     with _lock:

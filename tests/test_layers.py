@@ -47,7 +47,6 @@ LAYERS: Dict[str, int] = {
 FACADES: Dict[Tuple[str, str], str] = {
     ("mxref/symbol/symbol.py", "executor"): "Symbol.bind / simple_bind build an Executor",
     ("mxref/context.py", "storage"): "Context.empty_cache releases that context's pool",
-    ("mxref/profiler.py", "engine"): "the exit-time dump drains the engine first",
 }
 
 # The ground floor is stricter: graph/ imports nothing but mxref.base, not even lazily.

@@ -7,7 +7,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+from typing import Callable, List
 
+from .. import profiler as _profiler
 from ..base import MXNetError, env_str
 from .base import Engine, FnProperty, RunContext
 from .naive import NaiveEngine
@@ -60,6 +62,17 @@ def describe() -> dict:
     return get().describe()
 
 
+_switch_listeners: List[Callable[[], None]] = []
+
+
+def on_switch(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call ``listener()`` each time ``set_engine`` has drained the old engine, before the new one
+    exists. Whatever holds variables of the old engine forgets them there (``mxref/resource.py``
+    registers this way, so the engine never imports the layers that use it)."""
+    _switch_listeners.append(listener)
+    return listener
+
+
 def set_engine(name: str) -> Engine:
     """Drain the current engine and switch to another one (used by tests and benchmarks)."""
     global _engine
@@ -67,8 +80,8 @@ def set_engine(name: str) -> Engine:
         old, _engine = _engine, None
     if old is not None:
         old.stop()
-    from .. import resource  # noqa: PLC0415 - resources hold variables of the old engine
-    resource._reset_for_engine_switch()
+    for listener in _switch_listeners:
+        listener()
     with _lock:
         _engine = _create(name)
         return _engine
@@ -97,3 +110,5 @@ def _shutdown():
             eng.stop()
         except MXNetError:
             pass  # errors nobody waited for are dropped at exit, as MXNet does
+    # After the drain, so an auto-started profile holds every operation the program pushed.
+    _profiler._at_engine_exit()
