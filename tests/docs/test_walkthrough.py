@@ -47,9 +47,22 @@ def test_page_has_steps_and_checks(path):
     assert asserts >= 5, f"{path.name}: {asserts} asserts"
 
 
+@pytest.fixture
+def threaded_engine():
+    """The pages show the default engine; a suite run under ``MXNET_ENGINE_TYPE=NaiveEngine``
+    switches to it for the page and back afterwards."""
+    from mxref import engine
+    old = engine.get().name
+    if old != "ThreadedEnginePerDevice":
+        engine.set_engine("ThreadedEnginePerDevice")
+    yield
+    if engine.get().name != old:
+        engine.set_engine(old)
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("path", PAGES, ids=IDS)
-def test_page_runs(path):
+def test_page_runs(path, threaded_engine):
     """Every block runs; a failing assert reports the markdown file and line."""
     run_page(path)
 
@@ -62,6 +75,7 @@ def test_page_runs_pure_python(path):
         pytest.skip("this run is already pure Python (test_page_runs covers it)")
     env = dict(os.environ, MXREF_ENABLE_EXT="0")
     env.pop("MXREF_ENFORCE_EXT", None)
+    env.pop("MXNET_ENGINE_TYPE", None)        # the pages show the default engine
     code = ("import pathlib, sys; sys.path.insert(0, sys.argv[1]); import test_walkthrough as t; "
             "t.run_page(pathlib.Path(sys.argv[2]))")
     proc = subprocess.run([sys.executable, "-c", code, str(pathlib.Path(__file__).parent), str(path)],
