@@ -485,6 +485,7 @@ class Kernel:
 
 _FAST: Dict[Tuple[str, str], List[Kernel]] = {}     # every registered kernel, in priority order
 _KERNELS: Dict[Tuple[str, str], Callable] = {}       # the active table (see above)
+_DISPATCH: Dict[Tuple[str, str], Callable] = {}      # the callable of each pair, made once
 
 
 def _dispatcher(opdef: OpDef, device: str, kernels: List[Kernel]) -> Callable:
@@ -511,8 +512,12 @@ def _dispatcher(opdef: OpDef, device: str, kernels: List[Kernel]) -> Callable:
 
 def _rebuild(*_) -> None:
     reference = _switch.reference_only()
-    active = {key: _dispatcher(_OPS[key[0]], key[1], kernels) for key, kernels in _FAST.items()
-              if kernels and not (reference and key[1] == "cpu")}
+    active = {}
+    for key, kernels in _FAST.items():
+        if kernels and not (reference and key[1] == "cpu"):
+            if key not in _DISPATCH:      # one callable per pair: it reads the live list
+                _DISPATCH[key] = _dispatcher(_OPS[key[0]], key[1], kernels)
+            active[key] = _DISPATCH[key]
     # Key by key (each dict operation is atomic), so a concurrent lookup never sees an empty table.
     for key in [k for k in _KERNELS if k not in active]:
         del _KERNELS[key]
@@ -555,6 +560,7 @@ def unregister_kernel(kernel: Kernel) -> None:
         kernels.remove(kernel)
         if not kernels:
             del _FAST[(kernel.op, kernel.device)]
+            _DISPATCH.pop((kernel.op, kernel.device), None)
     _rebuild()
 
 
