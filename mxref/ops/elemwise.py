@@ -8,7 +8,12 @@ Gradients: ``d(f(x)) = ograd * f'(x)``. Each differentiable unary op gets a ``_b
 with inputs ``(ograd, x)`` or ``(ograd, y)`` (whichever the derivative is cheaper from). Binary ops
 ``z = f(l, r)`` get ``_backward_<op>(ograd, l, r) -> (dl, dr)``, which also sums a broadcast
 gradient back to each input's shape, so the ``broadcast_*`` family reuses it. Rounding, sign and
-comparisons have zero gradient. Fast kernels, if any, are registered in ``registry.register_kernel``.
+comparisons have zero gradient.
+
+Each unary op is one row of ``_UNARY``: forward, derivative, which of ``x``/``y`` the backward
+takes, and the second derivative (the backward op's gradient, see ``d2.py``). The activations
+(relu, sigmoid, tanh, softsign) are cards in ``activations.py``, shared with ``Activation``.
+Kernels: numpy only (the reference); none of these ops registers a fast kernel.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
                       shape, 0 an unknown dimension; may fill in input shapes (weights from data)
 * ``infer_type``    — ``(params, in_types) -> (in_types, out_types)`` with numpy dtypes or ``None``
 * ``fcompute``      — the numpy reference kernel ``(octx, params, inputs, outputs, req)``; it writes
-                      ``outputs[i]`` according to ``req[i]`` in {'null', 'write', 'inplace', 'add'}
+                      ``outputs[i]`` according to ``req[i]`` in {'null', 'write', 'inplace', 'add'}.
+                      It is the specification: fast kernels are compared with it
 * ``gradient``      — ``(node, ograds) -> [NodeEntry or None per input]``; builds graph nodes of
                       other operators (usually ``_backward_<name>``), so gradients are graphs too
 * ``inplace``       — ``[(input_index, output_index)]`` pairs that may share memory
@@ -26,8 +27,16 @@ An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
 Inputs seen by ``infer_shape``, ``infer_type`` and ``fcompute`` are ``arguments + aux_states``, in
 that order (nnvm's convention: auxiliary states are inputs the operator mutates).
 
-Fast kernels live in a separate table keyed by ``(op name, device type)`` (``register_kernel``);
-op files never branch on device.
+The kernel table (the last section of this file) is keyed by ``(op name, device type)``: each
+op's ``fcompute`` is its reference entry, Cython loops register as 'cpu' kernels and CUDA kernels
+as 'gpu' ones with ``register_kernel(op, device, fn, applies=..., exact=..., tol=...)``, where
+``applies`` lets a kernel decline a call it does not handle (the host then runs the reference).
+``get_kernel(opdef, device)`` resolves what runs, honouring the one switch (``mxref/_ext/switch.py``:
+``MXREF_ENABLE_EXT=0`` or a ``reference_kernels()`` block means references only); a GPU op without
+a GPU kernel is an error. Executors call it once per node at bind, the imperative path once per
+distinct call (cached on its plan). ``list_kernels`` and ``fast_kernel_for`` are for tests and
+``mxref.info()``; ``mxref.op_check`` compares every registered kernel with its reference. Op
+files never branch on the device and never test whether an extension is built.
 """
 from __future__ import annotations
 
@@ -579,7 +588,7 @@ def get_kernel(opdef: OpDef, device_type: str) -> Callable:
     other device: its registered kernels, and a GPU op without one is an error; it never silently
     runs on the host.
 
-    Called once per node at bind (``executor_plan.compile_segments``), per distinct call in
+    Called once per node at bind (``executor_plan.compile_nodes``), per distinct call in
     imperative mode (cached on the plan, ``mxref/ndarray/imperative.py``), and by
     ``symbol.eval_numpy`` and the device kvstore's reduction.
     """
