@@ -27,7 +27,7 @@ import os
 from typing import Callable, Iterator, List, Tuple
 
 __all__ = ["reference_only", "reason", "enforce", "set_reference_only", "reference_kernels",
-           "on_change"]
+           "fast_kernels", "on_change"]
 
 ENV_REASON = "MXREF_ENABLE_EXT=0"
 
@@ -75,6 +75,18 @@ def reference_kernels(why: str = "reference_kernels()") -> Iterator[None]:
     """Reference implementations only inside the block (kernels resolved, engines and pools made
     there); the previous state afterwards."""
     old = set_reference_only(True, why)
+    try:
+        yield
+    finally:
+        _restore(old)
+
+
+@contextlib.contextmanager
+def fast_kernels() -> Iterator[None]:
+    """The opposite block: fast paths allowed inside it whatever the state outside. Under
+    ``MXREF_ENABLE_EXT=0`` no extension was imported, so only kernels registered from Python (a
+    test's own) become active."""
+    old = set_reference_only(False)
     try:
         yield
     finally:

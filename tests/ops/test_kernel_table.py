@@ -99,6 +99,7 @@ def _float32_only(p, inputs, outputs, req):
     return inputs[0].dtype == np.float32
 
 
+@switch.fast_kernels()
 def test_get_kernel_asks_each_fast_kernel_then_runs_the_reference(op):
     kernel = registry.register_kernel("_kt_double", "cpu", _fast_double, applies=_float32_only)
     try:
@@ -145,10 +146,10 @@ def test_reference_kernels_block_selects_the_reference_and_restores(op):
         registry.unregister_kernel(kernel)
 
 
+@switch.fast_kernels()
 def test_imperative_calls_follow_the_switch(op):
     """A cached imperative plan resolves its kernel again when the switch flips."""
     kernel = registry.register_kernel("_kt_double", "cpu", _fast_double)
-    old = switch.set_reference_only(False)
     try:
         x = mx.nd.array([1.0, 2.0])
         with kernel_calls(["_kt_double"]) as calls:
@@ -158,7 +159,6 @@ def test_imperative_calls_follow_the_switch(op):
             np.testing.assert_array_equal(invoke_name("_kt_double", [x], {})[0].asnumpy(), [2, 4])
         assert calls[kernel.name] == 2
     finally:
-        switch.set_reference_only(*old)
         registry.unregister_kernel(kernel)
 
 
