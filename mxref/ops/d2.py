@@ -8,16 +8,28 @@ forward input ``x`` or output ``y``. Given the head gradient ``g`` of ``b``:
   ``y = f(x)`` is the forward op's own gradient, added by the gradient pass.
 
 Each op's card gives ``d2(mk, h, z) = h * d'(z)`` (``h = g * og``) built from ordinary operators
-with ``mk``, so the result can be differentiated once more. The unary math ops keep theirs in
-``elemwise._UNARY``, the activations in ``activations.py``; ``second_order.py`` has the products'.
+with ``mk``, so the result can be differentiated once more. Each op keeps its own with the rest of
+its math: the unary math ops in their rows of ``elemwise._UNARY``, the activations in their cards
+(``activations.py``, also for ``Activation``), the products beside ``elemwise_mul`` and
+``broadcast_mul``, the scalar powers in ``scalar.py``; ``differentiable`` lists each.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, List
 
 from ..graph import NodeEntry, make_node
+from .registry import get
 
-__all__ = ["Builder", "unary_gradient", "neg", "times", "scale", "power", "one_minus_x2", "x2_plus"]
+__all__ = ["Builder", "SECOND_ORDER", "differentiable", "unary_gradient", "scalar_gradient", "neg",
+           "times", "scale", "power", "one_minus_x2", "x2_plus"]
+
+SECOND_ORDER: List[str] = []     # the backward ops given a gradient (``second_order.differentiable_ops``)
+
+
+def differentiable(op_name: str, gradient: Callable) -> None:
+    """Give the backward op ``op_name`` a gradient (its second derivative) and list it."""
+    get(op_name).gradient = gradient
+    SECOND_ORDER.append(op_name)
 
 
 class Builder:
@@ -41,6 +53,17 @@ def unary_gradient(name: str, d2: Callable) -> Callable:
         mk = Builder(node)
         d_og = mk(f"_backward_{name}", g, z)
         return [d_og, d2(mk, mk("elemwise_mul", g, og), z)]
+    return gradient
+
+
+def scalar_gradient(d2: Callable) -> Callable:
+    """Like ``unary_gradient`` for ``_backward_<name>_scalar(og, z)``, whose ``d`` depends on the
+    ``scalar`` parameter: ``d2(mk, h, z, scalar) = h * d'(z)``."""
+    def gradient(node, ograds):
+        (g,), (og, z) = ograds, node.inputs
+        mk = Builder(node)
+        d_og = NodeEntry(make_node(node.op.name, [g, z], f"{node.name}_og", params=node.params), 0, 0)
+        return [d_og, d2(mk, mk("elemwise_mul", g, og), z, node.params["scalar"])]
     return gradient
 
 

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
-from .d2 import neg, one_minus_x2, power, scale, times, unary_gradient, x2_plus
+from .d2 import Builder, differentiable, neg, one_minus_x2, power, scale, times, unary_gradient, x2_plus
 from .registry import OpDef, assign, elemwise_shape, elemwise_type, register
 
 __all__ = ["is_integer", "make_kernel", "sum_to_shape", "zero_grads", "output_grads", "register_unary",
            "register_binary", "register_binary_backward", "BINARY_MATH", "COMPARISONS", "trunc_divide",
-           "named_rule", "ufunc", "SECOND_ORDER"]
+           "named_rule", "ufunc"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,13 +108,9 @@ def _unary_backward(name: str, deriv: Callable, d2: Optional[Callable]):
         ograd, z = inputs
         with np.errstate(divide="ignore", invalid="ignore"):
             assign(outputs[0], req[0], ograd * deriv(z))
-    register(OpDef(f"_backward_{name}", kernel, arguments=("ograd", "data"), inplace=[(0, 0)],
-                   gradient=None if d2 is None else unary_gradient(name, d2)))
+    register(OpDef(f"_backward_{name}", kernel, arguments=("ograd", "data"), inplace=[(0, 0)]))
     if d2 is not None:
-        SECOND_ORDER.append(f"_backward_{name}")
-
-
-SECOND_ORDER: List[str] = []     # the unary backward ops that have a gradient (a second derivative)
+        differentiable(f"_backward_{name}", unary_gradient(name, d2))
 
 
 def register_unary(name: str, fn: Callable, deriv: Callable = None, use: str = "x",
@@ -356,6 +352,20 @@ def _sub_grad(node, ograds):
 register_binary("elemwise_add", np.add, grad=_add_grad, aliases=("_add", "_plus", "_Plus"))
 register_binary("elemwise_sub", np.subtract, grad=_sub_grad, aliases=("_sub", "_minus", "_Minus"))
 register_binary("elemwise_mul", *BINARY_MATH["mul"], aliases=("_mul", "_Mul"), backward="_backward_mul")
+
+
+def _backward_mul_gradient(node, ograds):
+    """mul's second derivative: ``_backward_mul(og, a, b) = (og*b, og*a)``, so ``og`` gets
+    ``h0*b + h1*a``, ``a`` gets ``h1*og`` and ``b`` gets ``h0*og`` (``h0``, ``h1``: head gradients
+    of the two outputs)."""
+    h0, h1 = output_grads(node, ograds)
+    og, a, b = node.inputs
+    mk = Builder(node)
+    d_og = mk("elemwise_add", mk("elemwise_mul", h0, b), mk("elemwise_mul", h1, a))
+    return [d_og, mk("elemwise_mul", h1, og), mk("elemwise_mul", h0, og)]
+
+
+differentiable("_backward_mul", _backward_mul_gradient)
 register_binary("elemwise_div", *BINARY_MATH["div"], aliases=("_div", "_Div"), backward="_backward_div")
 for _name in ("power", "maximum", "minimum", "mod", "hypot"):
     register_binary(f"_{_name}", *BINARY_MATH[_name], aliases=(f"_{_name.capitalize()}",))

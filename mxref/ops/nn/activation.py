@@ -24,7 +24,7 @@ import numpy as np
 
 from ...graph import NodeEntry, make_node
 from ..activations import CARDS
-from ..d2 import Builder
+from ..d2 import Builder, differentiable
 from ..parallel import parallel_elementwise
 from ..registry import OpDef, Param, elemwise_shape, elemwise_type, register
 from ._util import backward_node, entry
@@ -67,5 +67,5 @@ def backward_gradient(node, ograds):
 
 register(OpDef("Activation", forward, params=PARAMS, gradient=gradient, inplace=[(0, 0)], doc=__doc__))
 register(OpDef("_backward_Activation", backward, arguments=["ograd", "output"], params=PARAMS,
-               infer_shape=elemwise_shape, infer_type=elemwise_type, inplace=[(0, 0)],
-               gradient=backward_gradient))
+               infer_shape=elemwise_shape, infer_type=elemwise_type, inplace=[(0, 0)]))
+differentiable("_backward_Activation", backward_gradient)
