@@ -14,7 +14,8 @@ Backward dependencies: ``_backward_Convolution`` takes ``(ograd, data, weight)``
 columns from ``data`` rather than keeping them (MXNet does the same, in its workspace).
 
 Kernels: ``forward``/``backward`` with numpy's im2col/col2im are the reference; the 'cpu' fast
-kernels (registered at the end) are the same functions given the C loops of ``im2col.C``.
+kernels (registered at the end) are the same functions given the C loops of ``im2col.C``. No
+second derivative (``_backward_Convolution`` has no gradient).
 """
 from __future__ import annotations
 
