@@ -13,7 +13,7 @@ at the operator itself:
 * ``fast_and_reference`` — run a whole function with the table as it is, then with reference
                            kernels only, and check the fast kernels really ran
 
-``mxref.test_utils`` re-exports these; ``tests/ops/test_kernel_table.py`` walks the table and
+``mxref.test_utils`` re-exports these; ``tests/ops/test_kernels.py`` walks the table and
 fails for a fast kernel without a comparison case.
 """
 from __future__ import annotations
