@@ -83,9 +83,10 @@ def reference_kernels(why: str = "reference_kernels()") -> Iterator[None]:
 
 @contextlib.contextmanager
 def fast_kernels() -> Iterator[None]:
-    """The opposite block: fast paths allowed inside it whatever the state outside. Under
-    ``MXREF_ENABLE_EXT=0`` no extension was imported, so only kernels registered from Python (a
-    test's own) become active."""
+    """The opposite block: fast paths allowed inside it whatever the state outside (for a test
+    that registers a kernel of its own). Under ``MXREF_ENABLE_EXT=0`` no kernel extension was
+    imported, so only kernels registered from Python become active; an engine or pool made inside
+    the block may load its Cython core."""
     old = set_reference_only(False)
     try:
         yield
