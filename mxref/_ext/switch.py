@@ -10,9 +10,9 @@ bookkeeping (``PoolCore``) and the numpy reference kernel of every operator. It 
 Who asks, and when:
 
 * the kernel table (``mxref.ops.registry.get_kernel``): at every lookup; flipping the switch
-  swaps the table's active entries, so kernels resolved from now on follow it. Executors and
-  cached imperative plans keep the kernels they resolved (an executor bound inside the block
-  stays a reference executor);
+  swaps the table's active entries, so kernels resolved from now on follow it. Imperative calls
+  follow at once (their cached plans resolve again when the table changes); executors keep the
+  kernels they resolved at bind (an executor bound inside the block stays a reference executor);
 * the engine (``ThreadedEnginePerDevice(use_ext=None)``) and storage pools (``set_core(None)``):
   when they are created, through ``mxref._ext.loader.load``.
 
