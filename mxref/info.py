@@ -19,14 +19,15 @@ def _optional_version(module: str) -> str:
 def info(file=None) -> dict:
     """Print (and return) what this mxref runs with.
 
-    Shows versions, which fast paths are active and why (Cython or pure Python, selected by
-    ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT``), the engine type and its thread counts, the
+    Shows versions, which fast paths are active and why (Cython or pure Python, selected by the
+    one switch, ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT`` or a ``reference_kernels()`` block),
+    every registered fast kernel and whether it runs, the engine type and its thread counts, the
     operator threads and BLAS threads, the storage pools and the number of GPUs.
     """
     from . import __version__, engine, storage  # noqa: PLC0415
-    from ._ext import loader  # noqa: PLC0415
+    from ._ext import loader, switch  # noqa: PLC0415
     from .context import num_gpus  # noqa: PLC0415
-    from .ops import blas, parallel  # noqa: PLC0415
+    from .ops import blas, parallel, registry  # noqa: PLC0415
 
     eng = engine.get()
     storage.get_manager(__import__("mxref").cpu())   # make sure the CPU pool's choice is recorded
@@ -49,6 +50,12 @@ def info(file=None) -> dict:
                                                  if parallel.SPLIT_GEMMS else "")
     for name, (path, reason) in sorted(loader.STATUS.items()):
         report[f"ext.{name}"] = f"{path} ({reason})"
+    report["kernels"] = (f"reference only ({switch.reason()})" if switch.reference_only() else
+                         "fast kernels where registered, else the numpy reference")
+    for k in registry.list_kernels():
+        active = k.device != "cpu" or not switch.reference_only()
+        report[f"kernel.{k.device}.{k.op}"] = f"{k.name} ({'active' if active else 'inactive'}; " + \
+            ("same bits as the reference)" if k.exact else "within a stated tolerance)")
     for ctx, text in storage.describe().items():
         report[f"storage.{ctx}"] = text
     flags = {k: v for k, v in sorted(os.environ.items()) if k.startswith(("MXNET_", "MXREF_"))}

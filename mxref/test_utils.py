@@ -18,12 +18,14 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from . import resource as _resource
+from ._ext.switch import reference_kernels
 from .base import MXNetError
 from .context import Context, current_context
 from .graph import Node, NodeEntry
 from .ndarray import imperative
 from .ndarray.ndarray import NDArray
 from .ndarray.utils import array, waitall
+from .op_check import check_kernels, check_op_gradient, fast_and_reference, kernel_calls, run_op
 from .ops import registry as _registry
 from .symbol.symbol import Symbol
 
@@ -33,7 +35,8 @@ __all__ = ["default_context", "set_default_context", "default_dtype", "default_r
            "random_arrays", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "rand_ndarray",
            "simple_forward", "numeric_grad", "check_numeric_gradient", "check_symbolic_forward",
            "check_symbolic_backward", "check_consistency", "check_speed", "reference_kernels", "with_seed",
-           "OpTestCase"]
+           "OpTestCase", "check_kernels", "check_op_gradient", "fast_and_reference", "kernel_calls",
+           "run_op"]
 
 _default_ctx: Optional[Context] = None
 
@@ -413,23 +416,6 @@ def check_speed(sym, location=None, ctx=None, N: int = 20, grad_req=None, typ: s
     for _ in range(N):
         run()
     return (time.perf_counter() - tic) / N
-
-
-@contextlib.contextmanager
-def reference_kernels():
-    """Bind inside this block with the numpy reference kernels, ignoring registered fast ones.
-
-    Executors keep the kernels they got at bind, so they stay reference executors afterwards;
-    ``check_consistency`` uses this for ``ctx_list`` entries with ``'kernels': 'reference'``.
-    """
-    saved = dict(_registry._KERNELS)
-    for key in [k for k in saved if k[1] in ("cpu", "cpu_pinned", "cpu_shared")]:
-        del _registry._KERNELS[key]
-    try:
-        yield
-    finally:
-        _registry._KERNELS.clear()
-        _registry._KERNELS.update(saved)
 
 
 def check_consistency(sym, ctx_list: Sequence[dict], scale: float = 1.0, grad_req="write",

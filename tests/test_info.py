@@ -29,3 +29,19 @@ def test_info_says_why_pure_python_is_used():
     assert ext_rows, out
     assert all("python (MXREF_ENABLE_EXT=0)" in line for line in ext_rows), out
     assert "env.MXREF_ENABLE_EXT" in out
+    assert any(line.startswith("kernels") and "reference only (MXREF_ENABLE_EXT=0)" in line
+               for line in out.splitlines()), out
+
+
+def test_info_lists_every_fast_kernel_and_whether_it_runs():
+    """One row per registered kernel; a reference_kernels() block marks the host ones inactive."""
+    from mxref._ext import reference_kernels
+    from mxref.ops import registry
+    kernels = registry.list_kernels()
+    report = mx.info(file=io.StringIO())
+    for k in kernels:
+        assert report[f"kernel.{k.device}.{k.op}"].startswith(k.name)
+    with reference_kernels():
+        report = mx.info(file=io.StringIO())
+    assert report["kernels"] == "reference only (reference_kernels())"
+    assert all("inactive" in report[f"kernel.cpu.{k.op}"] for k in kernels if k.device == "cpu")

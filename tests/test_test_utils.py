@@ -5,6 +5,7 @@ import pytest
 
 import mxref as mx
 from mxref import test_utils as tu
+from mxref._ext.switch import fast_kernels
 from mxref.graph import NodeEntry, make_node
 from mxref.ops import registry
 from mxref.ops.registry import OpDef, assign
@@ -95,13 +96,15 @@ def test_check_consistency_across_dtypes_and_kernels():
     gt = tu.check_consistency(sym, confs + [dict(confs[1], kernels="reference")])
     assert gt["fc_output"].dtype == np.float64 and "fc_weight" in gt
     bad = _var_op("_tu_fast_square")
-    registry.register_kernel("_tu_fast_square", "cpu", lambda o, p, i, out, r: assign(out[0], r[0], i[0] * 2))
+    wrong = registry.register_kernel("_tu_fast_square", "cpu",
+                                     lambda o, p, i, out, r: assign(out[0], r[0], i[0] * 2))
     try:
         confs = [{"ctx": mx.cpu(), "x": (3,), "kernels": "reference"}, {"ctx": mx.cpu(), "x": (3,)}]
-        with pytest.raises(AssertionError):
+        # fast_kernels(): the wrong kernel must run, also under MXREF_ENABLE_EXT=0
+        with fast_kernels(), pytest.raises(AssertionError):
             tu.check_consistency(bad, confs, grad_req="null", arg_params={"x": np.array([3.0, 4, 5])})
     finally:
-        del registry._KERNELS[("_tu_fast_square", "cpu")]
+        registry.unregister_kernel(wrong)
 
 
 # -- seeds ---------------------------------------------------------------------------------------

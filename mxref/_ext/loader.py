@@ -1,15 +1,16 @@
 """Choose between a Cython fast path and its pure-Python twin, and remember why.
 
-``MXREF_ENABLE_EXT=0`` forces pure Python; ``MXREF_ENFORCE_EXT=1`` makes a missing or broken
-extension an error. ``mxref.info()`` prints ``STATUS``.
+The choice follows the one switch, ``mxref._ext.switch`` (``MXREF_ENABLE_EXT=0``, or a
+``reference_kernels()`` block): reference only means pure Python. ``MXREF_ENFORCE_EXT=1`` makes a
+missing or broken extension an error. ``mxref.info()`` prints ``STATUS``.
 """
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Dict, Optional, Tuple
 
 from ..base import MXNetError
+from . import switch
 
 __all__ = ["load", "STATUS", "ext_enabled"]
 
@@ -17,16 +18,18 @@ STATUS: Dict[str, Tuple[str, str]] = {}   # extension name -> (path used, reason
 
 
 def ext_enabled() -> bool:
-    return os.environ.get("MXREF_ENABLE_EXT", "1") != "0"
+    """Whether fast paths are allowed now (the switch is not set to reference only)."""
+    return not switch.reference_only()
 
 
 def load(name: str, purpose: str = "") -> Optional[object]:
     """Import ``mxref._ext.<name>`` if allowed and built; ``None`` means use the pure-Python twin."""
-    enforce = os.environ.get("MXREF_ENFORCE_EXT") == "1"
-    if not ext_enabled():
-        if enforce:
+    enforce = switch.enforce()
+    if switch.reference_only():
+        why = switch.reason()
+        if enforce and why == switch.ENV_REASON:
             raise MXNetError("MXREF_ENABLE_EXT=0 and MXREF_ENFORCE_EXT=1 contradict each other")
-        STATUS[name] = ("python", "MXREF_ENABLE_EXT=0")
+        STATUS[name] = ("python", why)
         return None
     try:
         mod = importlib.import_module(f"mxref._ext.{name}")

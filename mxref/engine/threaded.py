@@ -111,8 +111,9 @@ class ThreadedEnginePerDevice(Engine):
     Parameters
     ----------
     use_ext : bool, optional
-        ``True`` forces the Cython core, ``False`` the pure-Python twin; ``None`` follows
-        ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT`` (see ``mxref._ext.loader``).
+        ``True`` forces the Cython core, ``False`` the pure-Python twin; ``None`` follows the one
+        switch (``MXREF_ENABLE_EXT=0`` or a ``mxref._ext.reference_kernels()`` block: pure
+        Python) and ``MXREF_ENFORCE_EXT`` (see ``mxref._ext.switch`` and ``mxref._ext.loader``).
     cpu_worker_nthreads, cpu_priority_nthreads, gpu_worker_nthreads, gpu_copy_nthreads : int, optional
         Thread counts; default to the ``MXNET_*_NTHREADS`` environment variables.
     max_pending : int, optional

@@ -8,7 +8,9 @@
 4. push one engine operation reading the inputs' variables and writing the outputs' variables
    (plus the variables of the op's resources and of any auxiliary inputs it mutates),
 5. inside that operation, on the worker: allocate the outputs on first write, take numpy views,
-   and call the kernel ``registry.get_kernel(op, device)(octx, params, inputs, outputs, req)``.
+   and call the kernel ``(octx, params, inputs, outputs, req)``. The kernel was resolved before the
+   push by ``registry.get_kernel(op, device)`` and is cached on the plan of step 2 until the
+   kernel table changes (``len(registry._KERNELS)``: a kernel registered, or the switch flipped).
 
 Errors raised by the kernel are stored by the engine and raised at the next wait.
 """

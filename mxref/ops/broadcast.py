@@ -16,7 +16,8 @@ import numpy as np
 
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
-from .elemwise import BINARY_MATH, COMPARISONS, register_binary, sum_to_shape
+from .d2 import Builder, differentiable
+from .elemwise import BINARY_MATH, COMPARISONS, output_grads, register_binary, sum_to_shape
 from .registry import OpDef, Param, assign, register
 
 __all__ = ["broadcast_shapes", "broadcast_infer_shape"]
@@ -60,6 +61,21 @@ for _name, (_fn, _partials) in BINARY_MATH.items():
 for _name, _fn in COMPARISONS.items():
     _op = f"broadcast_{_name}"
     register_binary(_op, _fn, infer_shape=broadcast_infer_shape(_op))
+
+
+def _backward_broadcast_mul_gradient(node, ograds):
+    """broadcast_mul's second derivative, as ``_backward_mul``'s with broadcasting: products are
+    ``broadcast_mul`` (they take the head gradient's shape) and the inputs' parts are summed back
+    to their shapes (``_reduce_sum_like``)."""
+    h0, h1 = output_grads(node, ograds)
+    og, a, b = node.inputs
+    mk = Builder(node)
+    d_og = mk("broadcast_add", mk("broadcast_mul", h0, b), mk("broadcast_mul", h1, a))
+    return [d_og, mk("_reduce_sum_like", mk("broadcast_mul", h1, og), a),
+            mk("_reduce_sum_like", mk("broadcast_mul", h0, og), b)]
+
+
+differentiable("_backward_broadcast_mul", _backward_broadcast_mul_gradient)
 
 
 # ---------------------------------------------------------------------------------------------

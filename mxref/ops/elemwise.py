@@ -8,22 +8,29 @@ Gradients: ``d(f(x)) = ograd * f'(x)``. Each differentiable unary op gets a ``_b
 with inputs ``(ograd, x)`` or ``(ograd, y)`` (whichever the derivative is cheaper from). Binary ops
 ``z = f(l, r)`` get ``_backward_<op>(ograd, l, r) -> (dl, dr)``, which also sums a broadcast
 gradient back to each input's shape, so the ``broadcast_*`` family reuses it. Rounding, sign and
-comparisons have zero gradient. Fast kernels, if any, are registered in ``registry.register_kernel``.
+comparisons have zero gradient.
+
+Each unary op is one row of ``_UNARY``: forward, derivative, which of ``x``/``y`` the backward
+takes, and the second derivative (the backward op's gradient, see ``d2.py``). The activations
+(relu, sigmoid, tanh, softsign) are cards in ``activations.py``, shared with ``Activation``.
+Kernels: numpy only (the reference); none of these ops registers a fast kernel.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable, Sequence
+import math
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
+from .d2 import Builder, differentiable, neg, one_minus_x2, power, scale, times, unary_gradient, x2_plus
 from .registry import OpDef, assign, elemwise_shape, elemwise_type, register
 
 __all__ = ["is_integer", "make_kernel", "sum_to_shape", "zero_grads", "output_grads", "register_unary",
            "register_binary", "register_binary_backward", "BINARY_MATH", "COMPARISONS", "trunc_divide",
-           "named_rule"]
+           "named_rule", "ufunc"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,23 +103,27 @@ def trunc_divide(lhs, rhs, out):
 # Unary operators
 # ---------------------------------------------------------------------------------------------
 
-def _unary_backward(name: str, deriv: Callable):
+def _unary_backward(name: str, deriv: Callable, d2: Optional[Callable]):
     def kernel(octx, params, inputs, outputs, req):
         ograd, z = inputs
         with np.errstate(divide="ignore", invalid="ignore"):
             assign(outputs[0], req[0], ograd * deriv(z))
     register(OpDef(f"_backward_{name}", kernel, arguments=("ograd", "data"), inplace=[(0, 0)]))
+    if d2 is not None:
+        differentiable(f"_backward_{name}", unary_gradient(name, d2))
 
 
 def register_unary(name: str, fn: Callable, deriv: Callable = None, use: str = "x",
-                   aliases: Sequence[str] = (), doc: str = "", grad: Callable = None) -> OpDef:
+                   aliases: Sequence[str] = (), doc: str = "", grad: Callable = None,
+                   d2: Callable = None) -> OpDef:
     """Register ``name(data)`` computing ``fn(x, out=...)``.
 
     ``deriv`` gives ``dy/dx`` from ``x`` (``use='x'``) or from the output ``y`` (``use='y'``);
     ``deriv=None`` means zero gradient; ``grad`` overrides with a custom gradient function.
+    ``d2(mk, h, z)`` gives ``_backward_<name>`` a gradient: ``h * d'(z)`` (see ``d2.py``).
     """
     if grad is None and deriv is not None:
-        _unary_backward(name, deriv)
+        _unary_backward(name, deriv, d2)
 
         def grad(node, ograds):
             z = node.inputs[0] if use == "x" else NodeEntry(node, 0, 0)
@@ -126,18 +137,10 @@ def register_unary(name: str, fn: Callable, deriv: Callable = None, use: str = "
                           doc=doc or f"{name}(data), elementwise."))
 
 
-def _ufunc(u):
+def ufunc(u):
+    """``u(x, out=...)`` that may write any output dtype."""
     # NOTE: 'unsafe' lets integer inputs round-trip through float math (sqrt of int32 -> int32).
     return functools.partial(u, casting="unsafe")
-
-
-def _sigmoid(x, out):
-    if out.dtype.kind != "f":
-        return np.copyto(out, 1.0 / (1.0 + np.exp(-x.astype(np.float64))), casting="unsafe")
-    np.negative(x, out=out)   # in steps inside ``out``: no temporaries, safe when out is x
-    np.exp(out, out=out)
-    out += 1
-    return np.reciprocal(out, out=out)
 
 
 def _rsqrt(x, out):
@@ -158,14 +161,6 @@ def _rint(x, out):
     return np.copyto(out, np.where(x - f > 0.5, f + 1, f), casting="unsafe")
 
 
-def _relu(x, out):
-    return np.maximum(x, 0, out=out)
-
-
-def _softsign(x, out):
-    return np.copyto(out, x / (1 + np.abs(x)), casting="unsafe")
-
-
 def _reciprocal(x, out):
     return np.copyto(out, np.reciprocal(x.astype(np.float64) if x.dtype.kind != "f" else x),
                      casting="unsafe")
@@ -179,53 +174,77 @@ def _neg_grad(node, ograds):
     return [NodeEntry(make_node("negative", [ograds[0]], node.name + "_backward"), 0, 0)]
 
 
-_LN10, _LN2 = np.log(10.0), np.log(2.0)
+def _zeros(mk, h, z):
+    return mk("zeros_like", z)       # d is constant (or flat): its derivative is zero
 
-# name: (forward, derivative, derivative from 'x' or 'y', aliases)
+
+_LN10, _LN2 = np.log(10.0), np.log(2.0)
+_M_LN10, _M_LN2 = math.log(10.0), math.log(2.0)    # Python floats: they go into graph attrs
+_U = ufunc
+
+# One row per op, its whole math: forward ``fn(x, out)``; the derivative ``d``, from ``x`` or from
+# the output ``y`` (the third column: what ``_backward_<op>`` takes), ``None`` for a zero gradient;
+# the second derivative ``(mk, h, z) -> h * d'(z)`` as graph nodes (see ``d2.py``), ``None`` where
+# the backward op has no gradient. The activations (relu, sigmoid, tanh, softsign) have their own
+# cards in ``activations.py``, which Activation shares.
 _UNARY = {
-    "abs": (_ufunc(np.abs), np.sign, "x"),
-    "sign": (_ufunc(np.sign), None, "x"),
-    "round": (_round_half_away, None, "x"),
-    "rint": (_rint, None, "x"),
-    "ceil": (_ufunc(np.ceil), None, "x"),
-    "floor": (_ufunc(np.floor), None, "x"),
-    "trunc": (_ufunc(np.trunc), None, "x"),
-    "fix": (_ufunc(np.trunc), None, "x"),
-    "square": (_ufunc(np.square), lambda x: 2 * x, "x"),
-    "sqrt": (_ufunc(np.sqrt), lambda y: 0.5 / y, "y"),
-    "rsqrt": (_rsqrt, lambda x: -0.5 / (x * np.sqrt(x)), "x"),
-    "cbrt": (_ufunc(np.cbrt), lambda y: 1.0 / (3 * y * y), "y"),
-    "rcbrt": (_rcbrt, lambda x: -1.0 / (3 * x * np.cbrt(x)), "x"),
-    "reciprocal": (_reciprocal, lambda x: -1.0 / (x * x), "x"),
-    "exp": (_ufunc(np.exp), lambda y: y, "y"),
-    "log": (_ufunc(np.log), lambda x: 1.0 / x, "x"),
-    "log10": (_ufunc(np.log10), lambda x: 1.0 / (x * _LN10), "x"),
-    "log2": (_ufunc(np.log2), lambda x: 1.0 / (x * _LN2), "x"),
-    "log1p": (_ufunc(np.log1p), lambda x: 1.0 / (1 + x), "x"),
-    "expm1": (_ufunc(np.expm1), np.exp, "x"),
-    "sin": (_ufunc(np.sin), np.cos, "x"),
-    "cos": (_ufunc(np.cos), lambda x: -np.sin(x), "x"),
-    "tan": (_ufunc(np.tan), lambda y: 1 + y * y, "y"),
-    "arcsin": (_ufunc(np.arcsin), lambda x: 1.0 / np.sqrt(1 - x * x), "x"),
-    "arccos": (_ufunc(np.arccos), lambda x: -1.0 / np.sqrt(1 - x * x), "x"),
-    "arctan": (_ufunc(np.arctan), lambda x: 1.0 / (1 + x * x), "x"),
-    "degrees": (_ufunc(np.degrees), lambda x: np.full_like(x, 180 / np.pi), "x"),
-    "radians": (_ufunc(np.radians), lambda x: np.full_like(x, np.pi / 180), "x"),
-    "sinh": (_ufunc(np.sinh), np.cosh, "x"),
-    "cosh": (_ufunc(np.cosh), np.sinh, "x"),
-    "tanh": (_ufunc(np.tanh), lambda y: 1 - y * y, "y"),
-    "arcsinh": (_ufunc(np.arcsinh), lambda x: 1.0 / np.sqrt(x * x + 1), "x"),
-    "arccosh": (_ufunc(np.arccosh), lambda x: 1.0 / np.sqrt(x * x - 1), "x"),
-    "arctanh": (_ufunc(np.arctanh), lambda x: 1.0 / (1 - x * x), "x"),
-    "sigmoid": (_sigmoid, lambda y: y * (1 - y), "y"),
-    "relu": (_relu, lambda y: (y > 0).astype(y.dtype), "y"),
-    "softsign": (_softsign, lambda x: 1.0 / np.square(1 + np.abs(x)), "x"),
-    "logical_not": (_logical_not, None, "x"),
+    "abs": (_U(np.abs), np.sign, "x", _zeros),                              # d = sign x
+    "sign": (_U(np.sign), None, "x", None),
+    "round": (_round_half_away, None, "x", None),
+    "rint": (_rint, None, "x", None),
+    "ceil": (_U(np.ceil), None, "x", None),
+    "floor": (_U(np.floor), None, "x", None),
+    "trunc": (_U(np.trunc), None, "x", None),
+    "fix": (_U(np.trunc), None, "x", None),
+    "square": (_U(np.square), lambda x: 2 * x, "x", lambda mk, h, x: scale(mk, h, 2.0)),
+    "sqrt": (_U(np.sqrt), lambda y: 0.5 / y, "y",
+             lambda mk, h, y: times(mk, h, scale(mk, power(mk, y, -2.0), -0.5))),
+    "rsqrt": (_rsqrt, lambda x: -0.5 / (x * np.sqrt(x)), "x",
+              lambda mk, h, x: times(mk, h, scale(mk, power(mk, x, -2.5), 0.75))),     # -x^-1.5/2
+    "cbrt": (_U(np.cbrt), lambda y: 1.0 / (3 * y * y), "y",
+             lambda mk, h, y: times(mk, h, scale(mk, power(mk, y, -3.0), -2 / 3))),
+    "rcbrt": (_rcbrt, lambda x: -1.0 / (3 * x * np.cbrt(x)), "x",
+              lambda mk, h, x: times(mk, h, scale(mk, power(mk, x, -7 / 3), 4 / 9))),  # -x^(-4/3)/3
+    "reciprocal": (_reciprocal, lambda x: -1.0 / (x * x), "x",
+                   lambda mk, h, x: times(mk, h, scale(mk, power(mk, x, -3.0), 2.0))),
+    "exp": (_U(np.exp), lambda y: y, "y", lambda mk, h, y: h),
+    "log": (_U(np.log), lambda x: 1.0 / x, "x",
+            lambda mk, h, x: times(mk, h, scale(mk, power(mk, x, -2.0), -1.0))),
+    "log10": (_U(np.log10), lambda x: 1.0 / (x * _LN10), "x",
+              lambda mk, h, x: times(mk, h, scale(mk, power(mk, x, -2.0), -1 / _M_LN10))),
+    "log2": (_U(np.log2), lambda x: 1.0 / (x * _LN2), "x",
+             lambda mk, h, x: times(mk, h, scale(mk, power(mk, x, -2.0), -1 / _M_LN2))),
+    "log1p": (_U(np.log1p), lambda x: 1.0 / (1 + x), "x",
+              lambda mk, h, x: times(mk, h, scale(mk, power(mk, mk("_plus_scalar", x, scalar=1.0), -2.0),
+                                                  -1.0))),
+    "expm1": (_U(np.expm1), np.exp, "x", lambda mk, h, x: times(mk, h, mk("exp", x))),
+    "sin": (_U(np.sin), np.cos, "x", lambda mk, h, x: times(mk, h, neg(mk, mk("sin", x)))),
+    "cos": (_U(np.cos), lambda x: -np.sin(x), "x", lambda mk, h, x: times(mk, h, neg(mk, mk("cos", x)))),
+    "tan": (_U(np.tan), lambda y: 1 + y * y, "y", lambda mk, h, y: times(mk, h, scale(mk, y, 2.0))),
+    "arcsin": (_U(np.arcsin), lambda x: 1.0 / np.sqrt(1 - x * x), "x",
+               lambda mk, h, x: times(mk, times(mk, h, x), power(mk, one_minus_x2(mk, x), -1.5))),
+    "arccos": (_U(np.arccos), lambda x: -1.0 / np.sqrt(1 - x * x), "x",
+               lambda mk, h, x: times(mk, times(mk, h, neg(mk, x)), power(mk, one_minus_x2(mk, x), -1.5))),
+    "arctan": (_U(np.arctan), lambda x: 1.0 / (1 + x * x), "x",
+               lambda mk, h, x: times(mk, times(mk, h, scale(mk, x, -2.0)),
+                                      power(mk, x2_plus(mk, x, 1.0), -2.0))),
+    "degrees": (_U(np.degrees), lambda x: np.full_like(x, 180 / np.pi), "x", _zeros),
+    "radians": (_U(np.radians), lambda x: np.full_like(x, np.pi / 180), "x", _zeros),
+    "sinh": (_U(np.sinh), np.cosh, "x", lambda mk, h, x: times(mk, h, mk("sinh", x))),
+    "cosh": (_U(np.cosh), np.sinh, "x", lambda mk, h, x: times(mk, h, mk("cosh", x))),
+    "arcsinh": (_U(np.arcsinh), lambda x: 1.0 / np.sqrt(x * x + 1), "x",
+                lambda mk, h, x: times(mk, times(mk, h, neg(mk, x)), power(mk, x2_plus(mk, x, 1.0), -1.5))),
+    "arccosh": (_U(np.arccosh), lambda x: 1.0 / np.sqrt(x * x - 1), "x",
+                lambda mk, h, x: times(mk, times(mk, h, neg(mk, x)), power(mk, x2_plus(mk, x, -1.0), -1.5))),
+    "arctanh": (_U(np.arctanh), lambda x: 1.0 / (1 - x * x), "x",
+                lambda mk, h, x: times(mk, times(mk, h, scale(mk, x, 2.0)),
+                                       power(mk, one_minus_x2(mk, x), -2.0))),
+    "logical_not": (_logical_not, None, "x", None),
 }
 
-for _name, (_fn, _deriv, _use) in _UNARY.items():
-    register_unary(_name, _fn, _deriv, _use)
-register_unary("negative", _ufunc(np.negative), grad=_neg_grad, doc="negative(data) = -data.")
+for _name, (_fn, _deriv, _use, _d2) in _UNARY.items():
+    register_unary(_name, _fn, _deriv, _use, d2=_d2)
+register_unary("negative", _U(np.negative), grad=_neg_grad, doc="negative(data) = -data.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,6 +352,20 @@ def _sub_grad(node, ograds):
 register_binary("elemwise_add", np.add, grad=_add_grad, aliases=("_add", "_plus", "_Plus"))
 register_binary("elemwise_sub", np.subtract, grad=_sub_grad, aliases=("_sub", "_minus", "_Minus"))
 register_binary("elemwise_mul", *BINARY_MATH["mul"], aliases=("_mul", "_Mul"), backward="_backward_mul")
+
+
+def _backward_mul_gradient(node, ograds):
+    """mul's second derivative: ``_backward_mul(og, a, b) = (og*b, og*a)``, so ``og`` gets
+    ``h0*b + h1*a``, ``a`` gets ``h1*og`` and ``b`` gets ``h0*og`` (``h0``, ``h1``: head gradients
+    of the two outputs)."""
+    h0, h1 = output_grads(node, ograds)
+    og, a, b = node.inputs
+    mk = Builder(node)
+    d_og = mk("elemwise_add", mk("elemwise_mul", h0, b), mk("elemwise_mul", h1, a))
+    return [d_og, mk("elemwise_mul", h1, og), mk("elemwise_mul", h0, og)]
+
+
+differentiable("_backward_mul", _backward_mul_gradient)
 register_binary("elemwise_div", *BINARY_MATH["div"], aliases=("_div", "_Div"), backward="_backward_div")
 for _name in ("power", "maximum", "minimum", "mod", "hypot"):
     register_binary(f"_{_name}", *BINARY_MATH[_name], aliases=(f"_{_name.capitalize()}",))

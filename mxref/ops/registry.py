@@ -10,7 +10,8 @@ An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
                       shape, 0 an unknown dimension; may fill in input shapes (weights from data)
 * ``infer_type``    — ``(params, in_types) -> (in_types, out_types)`` with numpy dtypes or ``None``
 * ``fcompute``      — the numpy reference kernel ``(octx, params, inputs, outputs, req)``; it writes
-                      ``outputs[i]`` according to ``req[i]`` in {'null', 'write', 'inplace', 'add'}
+                      ``outputs[i]`` according to ``req[i]`` in {'null', 'write', 'inplace', 'add'}.
+                      It is the specification: fast kernels are compared with it
 * ``gradient``      — ``(node, ograds) -> [NodeEntry or None per input]``; builds graph nodes of
                       other operators (usually ``_backward_<name>``), so gradients are graphs too
 * ``inplace``       — ``[(input_index, output_index)]`` pairs that may share memory
@@ -26,8 +27,16 @@ An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
 Inputs seen by ``infer_shape``, ``infer_type`` and ``fcompute`` are ``arguments + aux_states``, in
 that order (nnvm's convention: auxiliary states are inputs the operator mutates).
 
-Fast kernels live in a separate table keyed by ``(op name, device type)`` (``register_kernel``);
-op files never branch on device.
+The kernel table (``kernels.py``, re-exported here) is keyed by ``(op name, device type)``: each
+op's ``fcompute`` is its reference entry, Cython loops register as 'cpu' kernels and CUDA kernels
+as 'gpu' ones with ``register_kernel(op, device, fn, applies=..., exact=..., tol=...)``, where
+``applies`` lets a kernel decline a call it does not handle (the host then runs the reference).
+``get_kernel(opdef, device)`` resolves what runs, honouring the one switch (``mxref/_ext/switch.py``:
+``MXREF_ENABLE_EXT=0`` or a ``reference_kernels()`` block means references only); a GPU op without
+a GPU kernel is an error. Executors call it once per node at bind, the imperative path once per
+distinct call (cached on its plan). ``list_kernels`` and ``fast_kernel_for`` are for tests and
+``mxref.info()``; ``mxref.op_check`` compares every registered kernel with its reference. Op
+files never branch on the device and never test whether an extension is built.
 """
 from __future__ import annotations
 
@@ -38,9 +47,22 @@ import numpy as np
 
 from ..base import MXNetError, _Null, normalize_dtype
 from ..graph import node as _graph_node
+from . import kernels as _kernels
+from .kernels import (  # noqa: F401
+    _KERNELS,
+    Kernel,
+    fast_kernel_for,
+    get_kernel,
+    list_kernels,
+    reference_kernel,
+    register_kernel,
+    unregister_kernel,
+)
 
-__all__ = ["Param", "OpDef", "OpContext", "register", "get", "exists", "list_ops", "register_kernel",
-           "get_kernel", "assign", "write", "REQUIRED", "elemwise_shape", "elemwise_type"]
+__all__ = ["Param", "OpDef", "OpContext", "register", "get", "exists", "list_ops", "Kernel",
+           "register_kernel", "unregister_kernel", "list_kernels", "get_kernel", "fast_kernel_for",
+           "reference_kernel",
+           "assign", "write", "REQUIRED", "elemwise_shape", "elemwise_type"]
 
 REQUIRED = object()   # a parameter without a default
 
@@ -400,7 +422,6 @@ class OpDef:
 # ---------------------------------------------------------------------------------------------
 
 _OPS: Dict[str, OpDef] = {}
-_KERNELS: Dict[Tuple[str, str], Callable] = {}
 
 
 def register(opdef: OpDef) -> OpDef:
@@ -419,8 +440,10 @@ def get(name: str) -> OpDef:
         raise MXNetError(f"operator {name!r} is not registered") from None
 
 
-# The graph layer finds operators by name through this registry (``make_node`` in gradients).
+# The graph layer finds operators by name through this registry (``make_node`` in gradients), and
+# so does the kernel table (``kernels.py``), for each op's reference kernel.
 _graph_node.set_op_lookup(get)
+_kernels.set_op_lookup(get)
 
 
 def exists(name: str) -> bool:
@@ -430,23 +453,3 @@ def exists(name: str) -> bool:
 def list_ops() -> List[str]:
     """Every registered name, aliases included, sorted."""
     return sorted(_OPS)
-
-
-def register_kernel(op_name: str, device_type: str, fn: Callable) -> None:
-    """Install a fast kernel (same signature as ``fcompute``) for one device type."""
-    _KERNELS[(op_name, device_type)] = fn
-
-
-def get_kernel(opdef: OpDef, device_type: str) -> Callable:
-    """The kernel to run ``opdef`` on ``device_type``: a registered fast one, else numpy on CPU.
-
-    A GPU op without a GPU kernel is an error; it never silently runs on the host.
-    """
-    fn = _KERNELS.get((opdef.name, device_type))
-    if fn is not None:
-        return fn
-    if device_type in ("cpu", "cpu_pinned", "cpu_shared"):
-        if opdef.fcompute is None:
-            raise MXNetError(f"operator {opdef.name} has no compute function")
-        return opdef.fcompute
-    raise MXNetError(f"operator {opdef.name} has no kernel for device type '{device_type}'")

@@ -10,11 +10,13 @@ Gradients: ``d(x + s) = g``, ``d(x * s) = g * s``, ``d(s / x) = -g * s / x**2``,
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
 from ..graph import NodeEntry, make_node
+from .d2 import differentiable, power, scalar_gradient, scale, times
 from .elemwise import trunc_divide, zero_grads
 from .registry import OpDef, Param, assign, register
 
@@ -133,3 +135,13 @@ _COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
 for _name, _u in _COMPARE.items():
     _register(f"_{_name}_scalar", _cmp(_u), zero_grads,
               "_" + "".join(w.capitalize() for w in _name.split("_")) + "Scalar")
+
+
+# Second derivatives: the backward ops of the scalar powers have gradients too (``d2.py``).
+# ``d2(mk, h, z, s) = h * d'(z)``, with ``d`` what the backward op multiplies by.
+differentiable("_backward_power_scalar", scalar_gradient(      # d = s x^(s-1), d' = s (s-1) x^(s-2)
+    lambda mk, h, x, s: times(mk, h, scale(mk, power(mk, x, s - 2.0), s * (s - 1.0)))))
+differentiable("_backward_rdiv_scalar", scalar_gradient(       # s / x: d = -s/x^2, d' = 2s/x^3
+    lambda mk, h, x, s: times(mk, h, scale(mk, power(mk, x, -3.0), 2.0 * s))))
+differentiable("_backward_rpower_scalar", scalar_gradient(     # s ** x (z = y): d = y ln s, d' = ln s
+    lambda mk, h, y, s: scale(mk, h, math.log(s))))

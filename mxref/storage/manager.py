@@ -105,8 +105,9 @@ def _core_class():
 
 def set_core(kind: Optional[str]) -> Optional[str]:
     """Choose the bookkeeping for pools created from now on: ``"python"``, ``"cython"`` or ``None``
-    (the extension loader decides). Returns the previous choice. Meant for tests and benchmarks;
-    call ``reset()`` to drop the pools already made."""
+    (the one switch decides: ``MXREF_ENABLE_EXT=0`` or a ``mxref._ext.reference_kernels()`` block
+    means pure Python; see ``mxref._ext.switch``). Returns the previous choice. Meant for tests
+    and benchmarks; call ``reset()`` to drop the pools already made."""
     global _core_override
     if kind not in (None, "python", "cython"):
         raise MXNetError(f"storage.set_core: expected 'python', 'cython' or None, got {kind!r}")

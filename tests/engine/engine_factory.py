@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from mxref._ext import switch
 from mxref.engine.naive import NaiveEngine
 from mxref.engine.threaded import ThreadedEnginePerDevice
 
@@ -14,7 +15,7 @@ def _cython_available():
         if os.environ.get("MXREF_ENFORCE_EXT") == "1":
             raise
         return False
-    return os.environ.get("MXREF_ENABLE_EXT", "1") != "0"
+    return not switch.reference_only()
 
 
 ENGINE_KINDS = ["naive", "threaded-python", "threaded-cython"]

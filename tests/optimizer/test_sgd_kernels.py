@@ -1,13 +1,14 @@
-"""The one-pass C loops of ``sgd_update`` / ``sgd_mom_update`` (``mxref/_ext/optimizer_kernels.pyx``)
-give the numpy twin's bits: every dtype, clipping on and off, weight decay, sizes split over the
-operator threads or not, NaN and inf gradients, the weight updated in place or into another
-array; and the cases they leave to numpy still work."""
+"""The one-pass C loops of ``sgd_update`` / ``sgd_mom_update`` (``mxref/_ext/optimizer_kernels.pyx``,
+their 'cpu' kernels) give the numpy reference's bits: every dtype, clipping on and off, weight
+decay, sizes split over the operator threads or not, NaN and inf gradients, the weight updated in
+place or into another array; and the cases they leave to the reference still work."""
 import numpy as np
 import pytest
 
 import mxref as mx
 import mxref.ops.optimizer.sgd as sgd
 import mxref.ops.parallel as parallel
+from mxref.op_check import fast_and_reference, kernel_calls
 from mxref.ops import registry
 
 needs_ext = pytest.mark.skipif(sgd._EXT is None, reason="mxref._ext.optimizer_kernels not built or disabled")
@@ -19,21 +20,19 @@ def params(op_name, **kw):
     return op.parse_params({"lr": 0.05, **kw})
 
 
+def kernel(op_name):
+    """The kernel the table gives now: the C loop where it takes the call, else the reference."""
+    return registry.get_kernel(registry.get(op_name), "cpu")
+
+
 def run_both(op_name, p, w, g, states, out_is_weight=True, req="write"):
-    """The update through the C loops, then through the numpy twin, each on fresh copies."""
-    kernel = registry.get(op_name).fcompute
-    results = []
-    saved = sgd._EXT
-    for ext in (saved, None):
-        sgd._EXT = ext
-        try:
-            w2, st = w.copy(), [s.copy() for s in states]
-            out = w2 if out_is_weight else np.full_like(w, 7)
-            kernel(None, p, [w2, g, *st], [out], [req])
-            results.append((out, st))
-        finally:
-            sgd._EXT = saved
-    return results
+    """The update through the C loops, then through the numpy reference, each on fresh copies."""
+    def run():
+        w2, st = w.copy(), [s.copy() for s in states]
+        out = w2 if out_is_weight else np.full_like(w, 7)
+        kernel(op_name)(None, p, [w2, g, *st], [out], [req])
+        return out, st
+    return fast_and_reference(run, (op_name,))
 
 
 @needs_ext
@@ -59,12 +58,13 @@ def test_split_over_threads_matches_one_thread(monkeypatch):
     rng = np.random.default_rng(1)
     w, g, m = (rng.standard_normal(400_000).astype("f4") for _ in range(3))
     p = params("sgd_mom_update", momentum=0.9, wd=1e-4, rescale_grad=0.01)
-    kernel = registry.get("sgd_mom_update").fcompute
     results = []
     for threads in (1, 2, 3):
         monkeypatch.setattr(parallel, "NUM_THREADS", threads)
         w2, m2 = w.copy(), m.copy()
-        kernel(None, p, [w2, g, m2], [w2], ["write"])
+        with kernel_calls(["sgd_mom_update"]) as calls:
+            kernel("sgd_mom_update")(None, p, [w2, g, m2], [w2], ["write"])
+        assert calls == {"optimizer_kernels.sgd_mom_update": 1}
         results.append((w2, m2))
     for w2, m2 in results[1:]:
         np.testing.assert_array_equal(w2, results[0][0])
@@ -84,14 +84,21 @@ def test_nan_and_inf_gradients_and_a_separate_output():
 
 
 def test_cases_left_to_numpy_still_update():
-    """float16, a strided weight and req='add' take the twin; the result is the formula's."""
-    assert sgd._fast(np.zeros(4, "f2"), np.zeros(4, "f2")) is None
-    assert sgd._fast(np.zeros(8, "f4")[::2], np.zeros(4, "f4")) is None
-    assert sgd._fast(np.zeros(4, "f4"), np.zeros(4, "f8")) is None
+    """float16, a strided weight, mixed dtypes and req='add' take the reference; the result is the
+    formula's."""
+    takes = sgd._c_loop_takes
+    p = params("sgd_update")
+    assert not takes(p, [np.zeros(4, "f2"), np.zeros(4, "f2")], [np.zeros(4, "f2")], ["write"])
+    assert not takes(p, [np.zeros(8, "f4")[::2], np.zeros(4, "f4")], [np.zeros(4, "f4")], ["write"])
+    assert not takes(p, [np.zeros(4, "f4"), np.zeros(4, "f8")], [np.zeros(4, "f4")], ["write"])
+    assert not takes(p, [np.zeros(4, "f4"), np.zeros(4, "f4")], [np.zeros(4, "f4")], ["add"])
+    assert takes(p, [np.zeros(4, "f4"), np.zeros(4, "f4")], [np.zeros(4, "f4")], ["write"])
     w, g, m = np.array([1.0, 2.0], "f4"), np.array([0.5, -1.0], "f4"), np.array([0.1, 0.2], "f4")
     p = params("sgd_mom_update", momentum=0.5)
     out = np.array([10.0, 10.0], "f4")
-    registry.get("sgd_mom_update").fcompute(None, p, [w.copy(), g, m], [out], ["add"])
+    with kernel_calls(["sgd_mom_update"]) as calls:
+        kernel("sgd_mom_update")(None, p, [w.copy(), g, m], [out], ["add"])
+    assert not any(calls.values())
     mom = 0.5 * np.array([0.1, 0.2], "f4") - 0.05 * g
     np.testing.assert_allclose(out, 10.0 + w + mom, rtol=1e-6)
 

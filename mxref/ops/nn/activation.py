@@ -1,7 +1,8 @@
-"""Activation: elementwise relu, sigmoid, tanh, softrelu, softsign.
+"""Activation: elementwise relu, sigmoid, tanh, softrelu, softsign, by ``act_type``.
 
-Math, with every derivative written through the output ``y`` so the input can be freed or
-overwritten (forward may run in place, MXNet's ``FInplaceOption {0, 0}``)::
+The math of each act_type is its card in ``mxref/ops/activations.py`` — the same card
+``mx.nd.relu`` / ``sigmoid`` / ``tanh`` / ``softsign`` run — so forward, derivative and second
+derivative are written once::
 
     relu      y = max(x, 0)          dy/dx = [y > 0]
     sigmoid   y = 1 / (1 + e^-x)     dy/dx = y (1 - y)
@@ -9,13 +10,21 @@ overwritten (forward may run in place, MXNet's ``FInplaceOption {0, 0}``)::
     softrelu  y = log(1 + e^x)       dy/dx = 1 - e^-y
     softsign  y = x / (1 + |x|)      dy/dx = (1 - |y|)^2
 
+Every derivative is written through the output ``y`` (the card's ``d_y``), so the input can be
+freed or overwritten (forward may run in place, MXNet's ``FInplaceOption {0, 0}``).
+
 Backward dependencies: ``_backward_Activation`` takes ``(ograd, output)`` and may write the input
-gradient over ``ograd``.
+gradient over ``ograd``. It has a gradient too (the card's ``d2_y``), for second derivatives.
+
+Kernels: numpy only (the reference), split over the operator threads.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ...graph import NodeEntry, make_node
+from ..activations import CARDS
+from ..d2 import Builder, differentiable
 from ..parallel import parallel_elementwise
 from ..registry import OpDef, Param, elemwise_shape, elemwise_type, register
 from ._util import backward_node, entry
@@ -24,57 +33,39 @@ PARAMS = {"act_type": Param("str", choices=("relu", "sigmoid", "softrelu", "soft
                             doc="Activation function to be applied.")}
 
 
-def _apply(act, x, out):
-    if act == "relu":
-        np.maximum(x, 0, out=out)
-    elif act == "sigmoid":
-        np.negative(x, out=out)
-        np.exp(out, out=out)
-        out += 1
-        np.reciprocal(out, out=out)
-    elif act == "tanh":
-        np.tanh(x, out=out)
-    elif act == "softrelu":
-        np.logaddexp(x, 0, out=out)  # log(1 + e^x) without overflow
-    else:
-        np.divide(x, 1 + np.abs(x), out=out)
-
-
-def _slope(act, y):
-    if act == "relu":
-        return y > 0
-    if act == "sigmoid":
-        return y * (1 - y)
-    if act == "tanh":
-        return 1 - y * y
-    if act == "softrelu":
-        return -np.expm1(-y)
-    return np.square(1 - np.abs(y))
-
-
 def forward(octx, p, inputs, outputs, req):
+    apply = CARDS[p["act_type"]].forward
     if req[0] == "add":
         tmp = np.empty_like(outputs[0])
-        _apply(p["act_type"], inputs[0], tmp)
+        apply(inputs[0], tmp)
         outputs[0] += tmp
     elif req[0] != "null":
-        act = p["act_type"]
-        parallel_elementwise(lambda x, out: _apply(act, x, out), inputs[0], outputs[0])
+        parallel_elementwise(lambda x, out: apply(x, out), inputs[0], outputs[0])
 
 
 def backward(octx, p, inputs, outputs, req):
     og, y = inputs
+    slope = CARDS[p["act_type"]].d_y
     if req[0] == "add":
-        outputs[0] += og * _slope(p["act_type"], y)
+        outputs[0] += og * slope(y)
     elif req[0] != "null":
-        act = p["act_type"]
-        parallel_elementwise(lambda g, y_, dx: np.multiply(g, _slope(act, y_), out=dx), og, y, outputs[0])
+        parallel_elementwise(lambda g, y_, dx: np.multiply(g, slope(y_), out=dx), og, y, outputs[0])
 
 
 def gradient(node, ograds):
     return [entry(backward_node(node, "_backward_Activation", [ograds[0], entry(node)]))]
 
 
+def backward_gradient(node, ograds):
+    """``b = og * d(y)``: ``og`` gets ``g * d(y)`` (this op again), ``y`` gets ``g * og * d'(y)``
+    (the card's ``d2_y``); the chain through ``y = f(x)`` is Activation's own gradient."""
+    (g,), (og, y) = ograds, node.inputs
+    mk = Builder(node)
+    d_og = NodeEntry(make_node("_backward_Activation", [g, y], f"{node.name}_og", params=node.params), 0, 0)
+    return [d_og, CARDS[node.params["act_type"]].d2_y(mk, mk("elemwise_mul", g, og), y)]
+
+
 register(OpDef("Activation", forward, params=PARAMS, gradient=gradient, inplace=[(0, 0)], doc=__doc__))
 register(OpDef("_backward_Activation", backward, arguments=["ograd", "output"], params=PARAMS,
                infer_shape=elemwise_shape, infer_type=elemwise_type, inplace=[(0, 0)]))
+differentiable("_backward_Activation", backward_gradient)

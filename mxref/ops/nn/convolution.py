@@ -12,16 +12,23 @@ The data gradient's columns are produced kernel-offset-major, so col2im adds con
 
 Backward dependencies: ``_backward_Convolution`` takes ``(ograd, data, weight)`` and recomputes the
 columns from ``data`` rather than keeping them (MXNet does the same, in its workspace).
+
+Kernels: ``forward``/``backward`` with numpy's im2col/col2im are the reference; the 'cpu' fast
+kernels (registered at the end) are the same functions given the C loops of ``im2col.C``. No
+second derivative (``_backward_Convolution`` has no gradient).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ...base import MXNetError
 from ..parallel import parallel_for, parallel_matmul
-from ..registry import OpDef, Param, assign, register
+from ..registry import OpDef, Param, assign, register, register_kernel
+from . import im2col
 from ._util import backward_node, known, merge_shape, out_entries, uniform_type
-from .im2col import conv_col2im, conv_columns, out_size
+from .im2col import out_size
 
 PARAMS = {
     "kernel": Param("shape", doc="Convolution kernel size: (w,), (h, w) or (d, h, w)."),
@@ -81,10 +88,10 @@ def _group_weights(w, g):
     return w3.reshape(g, f // g, -1), w3.transpose(0, 3, 2, 1).reshape(g, -1, f // g)
 
 
-def forward(octx, p, inputs, outputs, req):
+def forward(octx, p, inputs, outputs, req, columns=im2col.conv_columns):
     k, s, d, pd = geometry("Convolution", p)
     x, w, out, g = inputs[0], inputs[1], outputs[0], p["num_group"]
-    cols = conv_columns(x, k, s, d, pd, out.shape[2:])  # (C*K, N*O)
+    cols = columns(x, k, s, d, pd, out.shape[2:])  # (C*K, N*O)
     n, f = out.shape[:2]
     w2, ckg, fg = _group_weights(w, g)[0], cols.shape[0] // g, f // g
     res = np.empty((f, cols.shape[1]), dtype=out.dtype)
@@ -102,7 +109,7 @@ def forward(octx, p, inputs, outputs, req):
     parallel_for(n, put, work_per_item=res3[:, 0].size)
 
 
-def backward(octx, p, inputs, outputs, req):
+def backward(octx, p, inputs, outputs, req, columns=im2col.conv_columns, col2im=im2col.conv_col2im):
     k, s, d, pd = geometry("Convolution", p)
     og, x, w, g = inputs[0], inputs[1], inputs[2], p["num_group"]
     n, f = og.shape[:2]
@@ -114,7 +121,7 @@ def backward(octx, p, inputs, outputs, req):
     w2, wk = _group_weights(w, g)
     fg, ckg = f // g, w2.shape[2]
     if req[1] != "null":
-        cols = conv_columns(x, k, s, d, pd, og.shape[2:])
+        cols = columns(x, k, s, d, pd, og.shape[2:])
         dw = np.empty((g, fg, ckg), dtype=og.dtype)
         for i in range(g):
             parallel_matmul(og_f[i * fg:(i + 1) * fg], cols[i * ckg:(i + 1) * ckg].T, out=dw[i])
@@ -128,7 +135,7 @@ def backward(octx, p, inputs, outputs, req):
             for i in range(g):
                 np.matmul(wk[i].reshape(kk, cg, fg), og_f[i * fg:(i + 1) * fg],
                           out=dcols[:, i * cg:(i + 1) * cg])
-        assign(outputs[0], req[0], conv_col2im(dcols, x.shape, k, s, d, pd, og.shape[2:]))
+        assign(outputs[0], req[0], col2im(dcols, x.shape, k, s, d, pd, og.shape[2:]))
     if not p["no_bias"]:
         assign(outputs[2], req[2], og_f.sum(axis=1))
 
@@ -160,3 +167,24 @@ register(OpDef("Convolution", forward, arguments=_arguments, params=PARAMS, infe
 register(OpDef("_backward_Convolution", backward, arguments=["ograd", "data", "weight"],
                outputs=_arguments, params=PARAMS, infer_shape=backward_shape,
                infer_type=uniform_type(lambda p: 2 if p["no_bias"] else 3)))
+
+# Fast kernels: the same forward and backward around the C im2col / col2im loops (``im2col.C``),
+# which give the numpy functions' bits. The results have matched bit for bit wherever tested, but
+# they go through BLAS GEMMs on other buffers, so what the kernels promise is a tolerance.
+def _c_takes_forward(p, inputs, outputs, req) -> bool:
+    return im2col.c_takes(inputs[0])
+
+
+def _c_takes_backward(p, inputs, outputs, req) -> bool:
+    return im2col.c_takes(inputs[1]) and im2col.c_takes(inputs[0])      # data, then ograd
+
+
+if im2col.C is not None:
+    _TOL = {"float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+    register_kernel("Convolution", "cpu", functools.partial(forward, columns=im2col.c_conv_columns),
+                    applies=_c_takes_forward,
+                    name="nn_kernels.im2col_2d + GEMM", exact=False, tol=_TOL)
+    register_kernel("_backward_Convolution", "cpu",
+                    functools.partial(backward, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im),
+                    applies=_c_takes_backward,
+                    name="nn_kernels.im2col_2d/col2im_2d + GEMM", exact=False, tol=_TOL)

@@ -8,6 +8,9 @@ batch index)::
 
 Backward dependencies: ``_backward_FullyConnected`` takes ``(ograd, data, weight)``; the output is
 not needed, so the planner may free it after its consumers ran. Both directions are one GEMM each.
+
+Kernels: numpy only (the reference), its GEMMs split over the operator threads; no fast kernel is
+registered. No second derivative (``_backward_FullyConnected`` has no gradient).
 """
 from __future__ import annotations
 

@@ -117,19 +117,31 @@ def col2im_kc(dcols: np.ndarray, padded_shape: Tuple[int, ...], kernel, stride, 
     return crop_spatial(dxt, pad).swapaxes(0, 1)
 
 
-# ---------------------------------------------------------------------------------------------
-# Fast path: the 1-D/2-D float32/float64 cases run the C loops of ``mxref/_ext/nn_kernels.pyx``
-# over batch ranges on ``parallel_for``'s threads. The numpy functions above are its twin (and
-# handle 3-D, float16 and every layout); ``MXREF_ENABLE_EXT=0`` selects them for everything.
-# ---------------------------------------------------------------------------------------------
-_EXT = loader.load("nn_kernels", "Convolution/Pooling window kernels")
+def conv_columns(x: np.ndarray, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
+    """``im2col_t(pad_spatial(x, pad), ...)``: the ``(C * prod(kernel), N * prod(out))`` matrix."""
+    return im2col_t(pad_spatial(x, pad), kernel, stride, dilate, out_shape)
 
 
-def fast_kernels(x: np.ndarray, nd: int):
-    """The Cython kernel module when it applies to ``x`` with ``nd`` spatial axes, else ``None``."""
-    if _EXT is None or nd > 2 or x.dtype not in (np.float32, np.float64):
-        return None
-    return _EXT
+def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
+    """The data gradient ``(N, C, *spatial)`` from kernel-major columns ``(prod(kernel), C, N*out)``
+    (``col2im_kc`` on the padded shape, then cropped)."""
+    padded = tuple(x_shape[:2]) + tuple(a + 2 * p for a, p in zip(x_shape[2:], pad))
+    return col2im_kc(dcols, padded, kernel, stride, dilate, out_shape, pad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast kernels: the C loops of ``mxref/_ext/nn_kernels.pyx`` over batch ranges on
+# ``parallel_for``'s threads, for 1-D and 2-D windows of float32/float64 data (``C_DTYPES``).
+# Convolution and Pooling register them as 'cpu' kernels; the numpy functions above are the
+# reference (and the only path for 3-D windows, float16 and every other layout).
+# ---------------------------------------------------------------------------------------------
+C = loader.load("nn_kernels", "Convolution/Pooling window kernels")
+C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def c_takes(x: np.ndarray) -> bool:
+    """Whether the C loops take windows over ``x`` (``(N, C, *spatial)``)."""
+    return 3 <= x.ndim <= 4 and x.dtype in C_DTYPES
 
 
 def as_2d(shape: Tuple[int, ...], nd: int) -> Tuple[int, ...]:
@@ -137,34 +149,26 @@ def as_2d(shape: Tuple[int, ...], nd: int) -> Tuple[int, ...]:
     return tuple(shape) if nd == 2 else tuple(shape[:2]) + (1,) + tuple(shape[2:])
 
 
-def conv_columns(x: np.ndarray, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
-    """``im2col_t(pad_spatial(x, pad), ...)``: the ``(C * prod(kernel), N * prod(out))`` matrix."""
+def c_conv_columns(x: np.ndarray, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
+    """``conv_columns`` in C (``im2col_2d``): the same matrix, the same bits."""
     nd = len(kernel)
-    ext = fast_kernels(x, nd)
-    if ext is None:
-        return im2col_t(pad_spatial(x, pad), kernel, stride, dilate, out_shape)
     x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
     kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geometry_2d(kernel, stride, dilate, pad, out_shape)
     n, c = x.shape[:2]
     cols = np.empty((c * kh * kw, n * oh * ow), dtype=x.dtype)
-    parallel_for(n, lambda lo, hi: ext.im2col_2d(x4, cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
+    parallel_for(n, lambda lo, hi: C.im2col_2d(x4, cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
                  work_per_item=c * kh * kw * oh * ow)
     return cols
 
 
-def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
-    """The data gradient ``(N, C, *spatial)`` from kernel-major columns ``(prod(kernel), C, N*out)``
-    (``col2im_kc`` on the padded shape, then cropped)."""
+def c_conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_shape) -> np.ndarray:
+    """``conv_col2im`` in C (``col2im_2d``), adding in the same kernel-offset order."""
     nd = len(kernel)
-    ext = fast_kernels(dcols, nd)
-    if ext is None:
-        padded = tuple(x_shape[:2]) + tuple(a + 2 * p for a, p in zip(x_shape[2:], pad))
-        return col2im_kc(dcols, padded, kernel, stride, dilate, out_shape, pad)
     kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geometry_2d(kernel, stride, dilate, pad, out_shape)
     n, c = x_shape[:2]
     dx = np.empty(as_2d(x_shape, nd), dtype=dcols.dtype)
     d3 = np.ascontiguousarray(dcols).reshape(kh * kw, c, -1)
-    parallel_for(n, lambda lo, hi: ext.col2im_2d(d3, dx, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
+    parallel_for(n, lambda lo, hi: C.col2im_2d(d3, dx, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, lo, hi),
                  work_per_item=c * kh * kw * oh * ow)
     return dx.reshape(x_shape)
 

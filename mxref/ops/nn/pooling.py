@@ -11,6 +11,9 @@ padded input, which the ``'full'`` convention (output size rounded up) can reach
 with -inf. Forward and backward are one vectorised numpy operation per kernel offset. Backward
 dependencies: ``_backward_Pooling`` takes ``(ograd, data, output)`` (as MXNet); ``global_pool``
 makes the kernel the whole spatial extent.
+
+Kernels: the numpy ``forward``/``backward`` are the reference; max pooling over 1-D/2-D windows of
+float32/float64 data registers the C loops of ``mxref/_ext/nn_kernels.pyx`` as 'cpu' kernels.
 """
 from __future__ import annotations
 
@@ -18,9 +21,9 @@ import numpy as np
 
 from ...base import MXNetError
 from ..parallel import parallel_for
-from ..registry import OpDef, Param, assign, register
+from ..registry import OpDef, Param, assign, register, register_kernel
 from ._util import backward_node, entry, known, uniform_type
-from .im2col import as_2d, crop_spatial, fast_kernels, geometry_2d, out_size, pad_spatial
+from .im2col import C, as_2d, c_takes, crop_spatial, geometry_2d, out_size, pad_spatial
 
 PARAMS = {
     "kernel": Param("shape", (), doc="Pooling kernel size: (w,), (h, w) or (d, h, w)."),
@@ -88,35 +91,9 @@ def _window_slices(kpos, stride, out):
                                               for k, st, o in zip(kpos, stride, out))
 
 
-def _max_pool_fast(x, k, s, pd, out, og=None, y=None):
-    """Max pooling forward (``og is None``) or backward in C over batch ranges, for 1-D/2-D windows
-    of float32/float64 data; ``None`` when the numpy loops below must do it."""
-    nd = len(k)
-    ext = fast_kernels(x, nd)
-    if ext is None:
-        return None
-    kh, kw, sh, sw, _, _, ph, pw, _, _ = geometry_2d(k, s, (1,) * nd, pd, out)
-    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
-    n, c = x.shape[:2]
-    work = c * int(np.prod(out)) * kh * kw
-    if og is None:
-        res = np.empty(as_2d(tuple(x.shape[:2]) + tuple(out), nd), dtype=x.dtype)
-        parallel_for(n, lambda lo, hi: ext.max_pool_2d(x4, res, kh, kw, sh, sw, ph, pw, lo, hi), work)
-        return res.reshape(tuple(x.shape[:2]) + tuple(out))
-    og4, y4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, y))
-    dx = np.empty_like(x4)
-    parallel_for(n, lambda lo, hi: ext.max_pool_2d_backward(og4, x4, y4, dx, kh, kw, sh, sw, ph, pw, lo, hi),
-                 work)
-    return dx.reshape(x.shape)
-
-
 def forward(octx, p, inputs, outputs, req):
     x, t = inputs[0], p["pool_type"]
     k, s, pd, out, extra = geometry(p, x.shape)
-    fast = _max_pool_fast(x, k, s, pd, out) if t == "max" else None
-    if fast is not None:
-        assign(outputs[0], req[0], fast)
-        return
     xp = pad_spatial(x, pd, -np.inf if t == "max" else 0.0, extra)
     # One vectorised max/add per kernel offset: each is a strided (N, C, *out) slice of the input.
     res = None
@@ -136,10 +113,6 @@ def forward(octx, p, inputs, outputs, req):
 def backward(octx, p, inputs, outputs, req):
     og, x, y, t = inputs[0], inputs[1], inputs[2], p["pool_type"]
     k, s, pd, out, extra = geometry(p, x.shape)
-    fast = _max_pool_fast(x, k, s, pd, out, og, y) if t == "max" else None
-    if fast is not None:
-        assign(outputs[0], req[0], fast)
-        return
     dxp = np.zeros(tuple(x.shape[:2]) + tuple(a + 2 * b + e for a, b, e in zip(x.shape[2:], pd, extra)),
                    dtype=og.dtype)
     if t == "max":
@@ -161,7 +134,47 @@ def gradient(node, ograds):
     return [entry(backward_node(node, "_backward_Pooling", [ograds[0], node.inputs[0], entry(node)]))]
 
 
+# --- fast kernels: max pooling in C (mxref/_ext/nn_kernels.pyx) over batch ranges ----------------
+
+def _c_takes(p, inputs, outputs, req) -> bool:
+    """Max pooling over 1-D/2-D windows of float32/float64 data (``inputs[-2]`` backward)."""
+    return p["pool_type"] == "max" and c_takes(inputs[0] if len(inputs) == 1 else inputs[1])
+
+
+def _c_max_pool(octx, p, inputs, outputs, req):
+    x = inputs[0]
+    k, s, pd, out, _ = geometry(p, x.shape)
+    nd = len(k)
+    kh, kw, sh, sw, _, _, ph, pw, _, _ = geometry_2d(k, s, (1,) * nd, pd, out)
+    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
+    n, c = x.shape[:2]
+    res = np.empty(as_2d(tuple(x.shape[:2]) + tuple(out), nd), dtype=x.dtype)
+    parallel_for(n, lambda lo, hi: C.max_pool_2d(x4, res, kh, kw, sh, sw, ph, pw, lo, hi),
+                 c * int(np.prod(out)) * kh * kw)
+    assign(outputs[0], req[0], res.reshape(tuple(x.shape[:2]) + tuple(out)))
+
+
+def _c_max_pool_backward(octx, p, inputs, outputs, req):
+    og, x, y = inputs
+    k, s, pd, out, _ = geometry(p, x.shape)
+    nd = len(k)
+    kh, kw, sh, sw, _, _, ph, pw, _, _ = geometry_2d(k, s, (1,) * nd, pd, out)
+    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
+    og4, y4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, y))
+    dx = np.empty_like(x4)
+    parallel_for(x.shape[0],
+                 lambda lo, hi: C.max_pool_2d_backward(og4, x4, y4, dx, kh, kw, sh, sw, ph, pw, lo, hi),
+                 x.shape[1] * int(np.prod(out)) * kh * kw)
+    assign(outputs[0], req[0], dx.reshape(x.shape))
+
+
 register(OpDef("Pooling", forward, params=PARAMS, infer_shape=infer_shape, infer_type=uniform_type(1),
                gradient=gradient, validate=_validate, doc=__doc__))
 register(OpDef("_backward_Pooling", backward, arguments=["ograd", "data", "output"], params=PARAMS,
                infer_shape=lambda p, s: (list(s), [s[1]]), infer_type=uniform_type(1)))
+if C is not None:
+    register_kernel("Pooling", "cpu", _c_max_pool, applies=_c_takes, name="nn_kernels.max_pool_2d")
+    # Overlapping windows (stride < kernel) may add a position's gradients in another order.
+    register_kernel("_backward_Pooling", "cpu", _c_max_pool_backward, applies=_c_takes,
+                    name="nn_kernels.max_pool_2d_backward", exact=False,
+                    tol={"float32": (1e-6, 1e-6), "float64": (1e-12, 1e-12)})

@@ -7,6 +7,9 @@ Math (``T`` is the temperature, default 1)::
 
 Backward dependencies: ``_backward_softmax`` / ``_backward_log_softmax`` take ``(ograd, output)``
 (plus ``data`` when ``dtype`` changes the output type, to learn the gradient's dtype).
+
+Kernels: numpy only (the reference; ``softmax_into`` is also the loss operators' softmax). No
+second derivative (the backward ops have no gradient).
 """
 from __future__ import annotations
 

@@ -12,9 +12,10 @@ operators ``log_softmax``, ``pick``, ``negative`` and ``mean``: one engine opera
 one backward (``_backward_softmax_cross_entropy_pick`` takes ``(ograd, data, label)`` and
 recomputes ``p``, cheaper than keeping it). Not an MXNet operator: traced graphs keep the four.
 
-A float32/float64 matrix with the classes along its last axis (a classifier's batch) runs the C
-loops of ``mxref/_ext/loss_kernels.pyx``; the numpy functions below are their twin and handle
-every other case (``MXREF_ENABLE_EXT=0`` selects them always). Besides skipping a dozen numpy
+Kernels: the numpy functions below are the reference. The C loops of ``mxref/_ext/loss_kernels.pyx``
+register as the 'cpu' fast kernels of both operators and take a float32/float64 matrix with the
+classes along its last axis (a classifier's batch, ``_c_takes``); every other call, and everything
+under ``MXREF_ENABLE_EXT=0``, runs the reference. Besides skipping a dozen numpy
 calls, the C loops keep the GIL for a small matrix: numpy's ufuncs give it up on arrays of more
 than a few hundred elements, and getting it back while the training loop's thread runs Python
 took the operator several times its own run time.
@@ -26,7 +27,7 @@ import numpy as np
 from ..._ext import loader
 from ...base import MXNetError
 from ...graph import NodeEntry, make_node
-from ..registry import OpDef, Param, assign, register, write
+from ..registry import OpDef, Param, assign, register, register_kernel, write
 from .softmax import softmax_into
 
 PARAMS = {"axis": Param("int", -1, doc="The class axis.")}
@@ -47,39 +48,9 @@ def _rows(p, data: np.ndarray, label: np.ndarray):
     return axis, idx.reshape(kept)
 
 
-_EXT = loader.load("loss_kernels", "softmax cross-entropy loss kernels")
-
-
-def _fast(p, data: np.ndarray):
-    """The C kernels when they apply: a non-empty float32/float64 matrix, classes along axis 1."""
-    if (_EXT is None or data.ndim != 2 or p["axis"] not in (-1, 1) or data.shape[1] == 0
-            or data.dtype not in (np.float32, np.float64)):
-        return None
-    return _EXT
-
-
 def _forward(octx, p, inputs, outputs, req):
     data, label = inputs
-    ext = _fast(p, data)
-    if ext is None:
-        _forward_numpy(p, data, label, outputs[0], req[0])
-        return
-    x, labels = np.ascontiguousarray(data), label.reshape(-1).astype(np.int64)
-    write(outputs[0], req[0], lambda dst: ext.softmax_ce_forward(x, labels, dst.reshape(-1)))
-
-
-def _backward(octx, p, inputs, outputs, req):
-    g, data, label = inputs
-    ext = _fast(p, data) if g.dtype == data.dtype else None
-    if ext is None:
-        _backward_numpy(p, g, data, label, outputs[0], req[0])
-        return
-    g1, x = np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(data)
-    labels = label.reshape(-1).astype(np.int64)
-    write(outputs[0], req[0], lambda dst: ext.softmax_ce_backward(g1, x, labels, dst))
-
-
-def _forward_numpy(p, data: np.ndarray, label: np.ndarray, out: np.ndarray, req: str) -> None:
+    out, req = outputs[0], req[0]
     axis, idx = _rows(p, data, label)
     logp = np.empty(data.shape, data.dtype)
     softmax_into(data, axis, logp, log=True)
@@ -87,8 +58,9 @@ def _forward_numpy(p, data: np.ndarray, label: np.ndarray, out: np.ndarray, req:
     assign(out, req, -picked.reshape(out.shape))
 
 
-def _backward_numpy(p, g: np.ndarray, data: np.ndarray, label: np.ndarray, out: np.ndarray,
-                    req: str) -> None:
+def _backward(octx, p, inputs, outputs, req):
+    g, data, label = inputs
+    out, req = outputs[0], req[0]
     axis, idx = _rows(p, data, label)
     grad = np.empty(data.shape, data.dtype)
     softmax_into(data, axis, grad)
@@ -99,6 +71,39 @@ def _backward_numpy(p, g: np.ndarray, data: np.ndarray, label: np.ndarray, out: 
         np.put_along_axis(grad, idx, hit - 1, axis)
     grad *= g.reshape(g.shape[:axis] + (1,) + g.shape[axis:])     # g broadcast over the classes
     assign(out, req, grad)
+
+
+# --- fast kernels: the C loops of mxref/_ext/loss_kernels.pyx ------------------------------------
+
+def _c_takes(p, inputs, outputs, req) -> bool:
+    """A non-empty float32/float64 matrix with the classes along axis 1 (and, backward, an ograd of
+    its dtype); everything else runs the reference above."""
+    data = inputs[-2]
+    if data.ndim != 2 or p["axis"] not in (-1, 1) or data.shape[1] == 0 or data.dtype not in _C_DTYPES:
+        return False
+    return len(inputs) == 2 or inputs[0].dtype == data.dtype
+
+
+_C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _c_forward(ext):
+    def kernel(octx, p, inputs, outputs, req):
+        data, label = inputs
+        x, labels = np.ascontiguousarray(data), label.reshape(-1).astype(np.int64)
+        write(outputs[0], req[0], lambda dst: ext.softmax_ce_forward(x, labels, dst.reshape(-1)))
+    kernel.__qualname__ = "loss_kernels.softmax_ce_forward"
+    return kernel
+
+
+def _c_backward(ext):
+    def kernel(octx, p, inputs, outputs, req):
+        g, data, label = inputs
+        g1, x = np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(data)
+        labels = label.reshape(-1).astype(np.int64)
+        write(outputs[0], req[0], lambda dst: ext.softmax_ce_backward(g1, x, labels, dst))
+    kernel.__qualname__ = "loss_kernels.softmax_ce_backward"
+    return kernel
 
 
 def _shape(p, in_shapes):
@@ -128,3 +133,10 @@ register(OpDef("_backward_softmax_cross_entropy_pick", _backward, arguments=("og
                params=PARAMS, outputs=("data_grad",),
                infer_shape=lambda p, s: (list(s), [s[1]]),
                infer_type=lambda p, t: (list(t), [t[1]])))
+
+_EXT = loader.load("loss_kernels", "softmax cross-entropy loss kernels")
+if _EXT is not None:
+    register_kernel("_softmax_cross_entropy_pick", "cpu", _c_forward(_EXT), applies=_c_takes,
+                    exact=False, tol={"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12)})
+    register_kernel("_backward_softmax_cross_entropy_pick", "cpu", _c_backward(_EXT), applies=_c_takes,
+                    exact=False, tol={"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12)})

@@ -12,10 +12,11 @@ The ``mp_*`` forms take a float32 master copy ``weight32`` (and float32 momentum
 weight: the update runs on ``weight32`` and the weight receives it rounded to its own dtype.
 No gradients (these are terminal operations).
 
-``sgd_update`` and ``sgd_mom_update`` on float32/float64 arrays run the one-pass C loops of
-``mxref/_ext/optimizer_kernels.pyx`` (over the operator threads for large weights); the numpy
-steps below are their twin, give the same bits, and run everything else (``MXREF_ENABLE_EXT=0``:
-always).
+Kernels: the numpy steps below are the reference. ``sgd_update`` and ``sgd_mom_update`` register
+the one-pass C loops of ``mxref/_ext/optimizer_kernels.pyx`` as their 'cpu' fast kernels (over the
+operator threads for large weights): they give the reference's bits and take contiguous
+float32/float64 arrays of one dtype (``_c_loop_takes``); every other call, and everything under
+``MXREF_ENABLE_EXT=0``, runs the reference.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..._ext import loader
 from ..parallel import parallel_for
-from ..registry import Param
+from ..registry import Param, register_kernel
 from .common import CLIP, LAZY, LR, RESCALE, WD, mp_type, preprocess, update_op, write
 
 _F32 = np.dtype(np.float32)
@@ -67,36 +68,34 @@ def _plain(step, n_states):
     return kernel
 
 
-_EXT = loader.load("optimizer_kernels", "one-pass SGD updates")
-
-
-def _fast(*arrays):
-    """The C loops when they apply: float32/float64 arrays of one dtype, all C-contiguous."""
-    dtype = arrays[0].dtype
-    if _EXT is None or dtype not in (np.float32, np.float64):
-        return None
-    if not all(a.dtype == dtype and a.flags.c_contiguous for a in arrays):
-        return None
-    return _EXT
-
-
-def _one_pass(loop: str, hyper, step, n_states):
-    """The kernel of an update whose C loop ``loop`` takes the weight, the gradient, the states
-    and the new weight flat, then ``hyper`` (parameter names) and a range; ``_plain(step)`` is its
-    twin, and runs whatever the loop does not take (other dtypes, strided arrays, ``req='add'``)."""
-    numpy_kernel = _plain(step, n_states)
+def _c_loop(ext, loop: str, hyper):
+    """The fast kernel of an update whose C loop ``loop`` (``mxref/_ext/optimizer_kernels.pyx``)
+    takes the weight, the gradient, the states and the new weight flat, then ``hyper`` (parameter
+    names) and a range; registered for 'cpu' below, for the calls ``_c_loop_takes`` accepts."""
+    run = getattr(ext, loop)
 
     def kernel(octx, p, inputs, outputs, req):
-        ext = _fast(*inputs, outputs[0]) if req[0] != "add" else None
-        if ext is None:
-            return numpy_kernel(octx, p, inputs, outputs, req)
         if req[0] == "null":
             return
         flat = [a.reshape(-1) for a in (*inputs, outputs[0])]
         args = [p[name] for name in hyper]
-        run = getattr(ext, loop)
         parallel_for(flat[0].size, lambda lo, hi: run(*flat, *args, lo, hi), work_per_item=4)
+    kernel.__qualname__ = f"optimizer_kernels.{loop}"
     return kernel
+
+
+def _c_loop_takes(p, inputs, outputs, req) -> bool:
+    """The C loops take float32/float64 arrays of one dtype, all C-contiguous, and no ``req='add'``
+    (strided arrays, other dtypes and accumulation run the numpy step)."""
+    if req[0] == "add":
+        return False
+    dtype = inputs[0].dtype
+    if dtype not in _C_DTYPES:
+        return False
+    return all(a.dtype == dtype and a.flags.c_contiguous for a in (*inputs, outputs[0]))
+
+
+_C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _multi_precision(step, n_states):
@@ -114,10 +113,9 @@ _MOM = {"lr": LR, "momentum": MOMENTUM, "wd": WD, "rescale_grad": RESCALE, "clip
 _NAG = {k: v for k, v in _MOM.items() if k != "lazy_update"}
 
 _HYPER = ("lr", "wd", "rescale_grad", "clip_gradient")     # the C loops' arguments after the arrays
-update_op("sgd_update", _one_pass("sgd_update", _HYPER, _sgd_step, 0), (), _SGD,
+update_op("sgd_update", _plain(_sgd_step, 0), (), _SGD,
           "SGD step ``w = (1 - lr*wd)*w - lr*clip(rescale_grad*grad)``, weight decay outside the clip.")
-update_op("sgd_mom_update", _one_pass("sgd_mom_update", ("lr", "momentum", *_HYPER[1:]), _mom_step, 1),
-          ("mom",), _MOM,
+update_op("sgd_mom_update", _plain(_mom_step, 1), ("mom",), _MOM,
           "Momentum SGD: ``mom = momentum*mom - lr*wd*w - lr*clip(rescale_grad*grad); w += mom``.")
 update_op("nag_mom_update", _plain(_nag_step, 1), ("mom",), _NAG,
           "Nesterov momentum (see the module docstring for the exact in-place form MXNet uses).")
@@ -130,3 +128,10 @@ update_op("mp_sgd_mom_update", _multi_precision(_mom_step, 1), ("mom", "weight32
 update_op("mp_nag_mom_update", _multi_precision(_nag_step, 1), ("mom", "weight32"), _NAG,
           "``nag_mom_update`` on the float32 master copy ``weight32`` with float32 ``mom``.",
           infer_type=mp_type("mp_nag_mom_update"))
+
+# Fast kernels: the one-pass C loops, same bits as the numpy steps (see the module docstring).
+_EXT = loader.load("optimizer_kernels", "one-pass SGD updates")
+if _EXT is not None:
+    register_kernel("sgd_update", "cpu", _c_loop(_EXT, "sgd_update", _HYPER), applies=_c_loop_takes)
+    register_kernel("sgd_mom_update", "cpu", _c_loop(_EXT, "sgd_mom_update", ("lr", "momentum", *_HYPER[1:])),
+                    applies=_c_loop_takes)

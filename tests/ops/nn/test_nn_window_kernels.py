@@ -1,17 +1,26 @@
-"""The Cython window kernels (Convolution, max Pooling) against their numpy twin, and the batch
-split of ``parallel_for``: same results on every geometry, dtype and thread count."""
+"""The Cython window kernels (Convolution, max Pooling: their 'cpu' entries in the kernel table)
+against the numpy reference, and the batch split of ``parallel_for``: same results on every
+geometry, dtype and thread count."""
 import itertools
 
 import numpy as np
 import pytest
-from nn_check import both_paths
 
 import mxref.ops.nn.convolution as conv
 import mxref.ops.nn.im2col as im2col
 import mxref.ops.nn.pooling as pool
 import mxref.ops.parallel as parallel
+from mxref.op_check import fast_and_reference
+from mxref.ops import registry
 
-needs_ext = pytest.mark.skipif(im2col._EXT is None, reason="mxref._ext.nn_kernels not built or disabled")
+needs_ext = pytest.mark.skipif(im2col.C is None, reason="mxref._ext.nn_kernels not built or disabled")
+CONV = ("Convolution", "_backward_Convolution")
+POOL = ("Pooling", "_backward_Pooling")
+
+
+def call(op_name, p, inputs, outputs, req):
+    """The kernel the table gives now (fast or reference), called once."""
+    registry.get_kernel(registry.get(op_name), "cpu")(None, p, inputs, outputs, req)
 
 
 def params(module, **kw):
@@ -32,9 +41,9 @@ def conv_case(rng, nd, dtype, stride, pad, dilate, group, req):
 
     def run():
         out = np.full(out_shape, 0.5, dtype)
-        conv.forward(None, p, [x, w, b], [out], [req])
+        call("Convolution", p, [x, w, b], [out], [req])
         grads = [np.full_like(a, 0.25) for a in (x, w, b)]
-        conv.backward(None, p, [og, x, w], grads, [req] * 3)
+        call("_backward_Convolution", p, [og, x, w], grads, [req] * 3)
         return [out] + grads
     return run
 
@@ -45,7 +54,7 @@ def conv_case(rng, nd, dtype, stride, pad, dilate, group, req):
                                                 (1, 2), (1, 2))))
 def test_convolution_cython_equals_numpy(rng, nd, dtype, stride, pad, dilate, group):
     """Forward and all three gradients agree; the data gradient's sums run in the same order."""
-    fast, ref = both_paths(im2col, conv_case(rng, nd, dtype, stride, pad, dilate, group, "write"))
+    fast, ref = fast_and_reference(conv_case(rng, nd, dtype, stride, pad, dilate, group, "write"), CONV)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     for a, b in zip(fast, ref):
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
@@ -55,10 +64,10 @@ def test_convolution_cython_equals_numpy(rng, nd, dtype, stride, pad, dilate, gr
 @needs_ext
 def test_convolution_cython_add_and_null_requests(rng):
     """``req='add'`` accumulates into what the output held; ``'null'`` leaves it untouched."""
-    fast, ref = both_paths(im2col, conv_case(rng, 2, np.float64, 1, 1, 1, 1, "add"))
+    fast, ref = fast_and_reference(conv_case(rng, 2, np.float64, 1, 1, 1, 1, "add"), CONV)
     for a, b in zip(fast, ref):
         np.testing.assert_allclose(a, b, rtol=1e-12)
-    fast, ref = both_paths(im2col, conv_case(rng, 2, np.float64, 1, 1, 1, 1, "null"))
+    fast, ref = fast_and_reference(conv_case(rng, 2, np.float64, 1, 1, 1, 1, "null"), CONV)
     for a, b in zip(fast, ref):
         np.testing.assert_array_equal(a, b)
     assert (fast[1] == 0.25).all()
@@ -76,9 +85,9 @@ def pool_case(rng, nd, dtype, stride, pad, convention, nan):
 
     def run():
         y = np.empty(out_shape, dtype)
-        pool.forward(None, p, [x], [y], ["write"])
+        call("Pooling", p, [x], [y], ["write"])
         dx = np.empty_like(x)
-        pool.backward(None, p, [og, x, y], [dx], ["write"])
+        call("_backward_Pooling", p, [og, x, y], [dx], ["write"])
         return y, dx
     return run
 
@@ -91,7 +100,7 @@ def test_max_pooling_cython_equals_numpy(rng, nd, dtype, stride, pad, convention
     """The maxima are identical (NaN included); the gradient goes to the same positions (with
     overlapping windows a position's contributions may be added in another order)."""
     case = pool_case(rng, nd, dtype, stride, pad, convention, nan)
-    (y_fast, dx_fast), (y_ref, dx_ref) = both_paths(im2col, case)
+    (y_fast, dx_fast), (y_ref, dx_ref) = fast_and_reference(case, POOL)
     np.testing.assert_array_equal(y_fast, y_ref)
     np.testing.assert_allclose(dx_fast, dx_ref, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(dx_fast != 0, dx_ref != 0)
@@ -102,10 +111,18 @@ def test_max_pooling_cython_equals_numpy(rng, nd, dtype, stride, pad, convention
 @needs_ext
 def test_fast_path_applies_only_where_it_can():
     """3-D windows and float16 stay on numpy; 1-D and 2-D float32/64 take the Cython kernels."""
-    assert im2col.fast_kernels(np.zeros((1, 1, 2, 2), np.float32), 2) is not None
-    assert im2col.fast_kernels(np.zeros((1, 1, 2), np.float64), 1) is not None
-    assert im2col.fast_kernels(np.zeros((1, 1, 2, 2, 2), np.float32), 3) is None
-    assert im2col.fast_kernels(np.zeros((1, 1, 2, 2), np.float16), 2) is None
+    assert im2col.c_takes(np.zeros((1, 1, 2, 2), np.float32))
+    assert im2col.c_takes(np.zeros((1, 1, 2), np.float64))
+    assert not im2col.c_takes(np.zeros((1, 1, 2, 2, 2), np.float32))
+    assert not im2col.c_takes(np.zeros((1, 1, 2, 2), np.float16))
+    (fwd,) = registry.list_kernels("Convolution", "cpu")
+    p = params(conv, kernel=(1, 1), num_filter=1)
+    assert fwd.takes(p, [np.zeros((1, 1, 2, 2), np.float32)], [], ["write"])
+    assert not fwd.takes(p, [np.zeros((1, 1, 2, 2, 2), np.float32)], [], ["write"])
+    (max_pool,) = registry.list_kernels("Pooling", "cpu")
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    assert max_pool.takes(params(pool, kernel=(2, 2)), [x], [], ["write"])
+    assert not max_pool.takes(params(pool, kernel=(2, 2), pool_type="avg"), [x], [], ["write"])
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 7])

@@ -1,0 +1,186 @@
+"""The kernel table (``registry.register_kernel`` / ``get_kernel``): every registered 'cpu' kernel
+has a comparison case with its reference, fast kernels decline what they do not take, the switch
+selects the references, and a GPU op without a GPU kernel is an error, never the host."""
+import numpy as np
+import pytest
+
+import mxref as mx
+from mxref._ext import reference_kernels, switch
+from mxref.base import MXNetError
+from mxref.ndarray.imperative import invoke_name
+from mxref.op_check import check_kernels, kernel_calls
+from mxref.ops import registry
+from mxref.ops.registry import OpDef, assign
+
+
+def _conv(rng, dtype="float32"):
+    x = rng.standard_normal((2, 3, 7, 6)).astype(dtype)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(dtype)
+    return [x, w, rng.standard_normal(4).astype(dtype)], {"kernel": (3, 2), "num_filter": 4, "pad": (1, 0)}
+
+
+def _conv_backward(rng, dtype="float32"):
+    (x, w, _), p = _conv(rng, dtype)
+    return [rng.standard_normal((2, 4, 7, 5)).astype(dtype), x, w], p
+
+
+def _pool(rng, dtype="float32"):
+    return [rng.standard_normal((2, 3, 7, 6)).astype(dtype)], {"kernel": (3, 2), "stride": (2, 2)}
+
+
+def _pool_backward(rng, dtype="float32"):
+    (x,), p = _pool(rng, dtype)
+    y = mx.op_check.run_op("Pooling", [x], p)[0]
+    return [rng.standard_normal(y.shape).astype(dtype), x, y], p
+
+
+def _loss(rng, dtype="float32"):
+    return [rng.standard_normal((8, 5)).astype(dtype), rng.integers(0, 5, 8).astype(dtype)], {}
+
+
+def _loss_backward(rng, dtype="float32"):
+    x, label = _loss(rng, dtype)[0]
+    return [rng.standard_normal(8).astype(dtype), x, label], {}
+
+
+def _sgd(rng, dtype="float32", n_states=0):
+    arrays = [rng.standard_normal(300).astype(dtype) for _ in range(2 + n_states)]
+    return arrays, {"lr": 0.1, "wd": 1e-3, "rescale_grad": 0.5, "clip_gradient": 0.3,
+                    **({"momentum": 0.9} if n_states else {})}
+
+
+# One small case per fast kernel; the deep comparisons (every geometry, dtype, req, thread count)
+# live in tests/ops/nn/test_nn_window_kernels.py, test_softmax_ce_kernels.py and
+# tests/optimizer/test_sgd_kernels.py. A kernel registered without a case here fails below.
+CASES = {
+    "Convolution": _conv, "_backward_Convolution": _conv_backward,
+    "Pooling": _pool, "_backward_Pooling": _pool_backward,
+    "_softmax_cross_entropy_pick": _loss, "_backward_softmax_cross_entropy_pick": _loss_backward,
+    "sgd_update": _sgd, "sgd_mom_update": lambda rng, dtype="float32": _sgd(rng, dtype, 1),
+}
+
+
+def test_every_cpu_kernel_has_a_comparison_case():
+    """Registering a fast kernel means adding its case to ``CASES``."""
+    missing = sorted({k.op for k in registry.list_kernels(device_type="cpu")} - set(CASES))
+    assert not missing, f"fast kernels without a comparison case in {__file__}: {missing}"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op_name", sorted(CASES))
+def test_each_cpu_kernel_matches_the_reference(op_name, dtype):
+    """Bit for bit where the kernel says ``exact``, else within the tolerance it states."""
+    if not registry.list_kernels(op_name, "cpu"):
+        pytest.skip(f"no fast kernel for {op_name} (extension not built or MXREF_ENABLE_EXT=0)")
+    inputs, params = CASES[op_name](np.random.default_rng(0), dtype)
+    results = check_kernels(op_name, inputs, params)
+    assert len(results) == 1 + len(registry.list_kernels(op_name, "cpu"))
+
+
+# -- the table's rules, on an operator of this test's own ------------------------------------
+
+def _double(octx, p, inputs, outputs, req):
+    assign(outputs[0], req[0], inputs[0] * 2)
+
+
+@pytest.fixture
+def op():
+    """``_kt_double`` (reference: ``2 * x``), registered for this module's tests only."""
+    if not registry.exists("_kt_double"):
+        registry.register(OpDef("_kt_double", _double))
+    return registry.get("_kt_double")
+
+
+def _fast_double(octx, p, inputs, outputs, req):
+    assign(outputs[0], req[0], inputs[0] + inputs[0])
+
+
+def _float32_only(p, inputs, outputs, req):
+    return inputs[0].dtype == np.float32
+
+
+@switch.fast_kernels()
+def test_get_kernel_asks_each_fast_kernel_then_runs_the_reference(op):
+    kernel = registry.register_kernel("_kt_double", "cpu", _fast_double, applies=_float32_only)
+    try:
+        assert registry.list_kernels("_kt_double") == [kernel]
+        fn = registry.get_kernel(op, "cpu")
+        assert fn is not op.fcompute and registry.get_kernel(op, "cpu_pinned") is fn
+        for dtype, fast_calls in (("float32", 1), ("float64", 0)):
+            out = np.zeros(3, dtype)
+            with kernel_calls(["_kt_double"]) as calls:
+                fn(None, {}, [np.arange(3, dtype=dtype)], [out], ["write"])
+            assert calls[kernel.name] == fast_calls
+            np.testing.assert_array_equal(out, [0, 2, 4])
+        with pytest.raises(AssertionError, match="declines"):
+            check_kernels("_kt_double", [np.arange(3.0)])
+        check_kernels("_kt_double", [np.arange(3.0)], expect_fast=False)
+        check_kernels("_kt_double", [np.arange(3, dtype="f4")])
+    finally:
+        registry.unregister_kernel(kernel)
+    assert registry.get_kernel(op, "cpu") is op.fcompute and not registry.list_kernels("_kt_double")
+
+
+def test_check_kernels_catches_a_wrong_kernel(op):
+    kernel = registry.register_kernel("_kt_double", "cpu", lambda o, p, i, out, r: assign(out[0], r[0], i[0]))
+    try:
+        with pytest.raises(AssertionError, match="vs the reference of _kt_double"):
+            check_kernels("_kt_double", [np.arange(3.0)])
+    finally:
+        registry.unregister_kernel(kernel)
+
+
+def test_reference_kernels_block_selects_the_reference_and_restores(op):
+    kernel = registry.register_kernel("_kt_double", "cpu", _fast_double)
+    try:
+        with reference_kernels():
+            assert switch.reference_only() and switch.reason() == "reference_kernels()"
+            assert registry.get_kernel(op, "cpu") is op.fcompute
+            assert registry.fast_kernel_for("_kt_double", "cpu", {}, [np.zeros(1)], [np.zeros(1)],
+                                            ["write"]) is None
+        if not switch.reference_only():      # back to the process's state (MXREF_ENABLE_EXT)
+            assert registry.get_kernel(op, "cpu") is not op.fcompute
+            assert registry.fast_kernel_for("_kt_double", "cpu", {}, [np.zeros(1)], [np.zeros(1)],
+                                            ["write"]) is kernel
+    finally:
+        registry.unregister_kernel(kernel)
+
+
+@switch.fast_kernels()
+def test_imperative_calls_follow_the_switch(op):
+    """A cached imperative plan resolves its kernel again when the switch flips."""
+    kernel = registry.register_kernel("_kt_double", "cpu", _fast_double)
+    try:
+        x = mx.nd.array([1.0, 2.0])
+        with kernel_calls(["_kt_double"]) as calls:
+            np.testing.assert_array_equal(invoke_name("_kt_double", [x], {})[0].asnumpy(), [2, 4])
+            with reference_kernels():
+                np.testing.assert_array_equal(invoke_name("_kt_double", [x], {})[0].asnumpy(), [2, 4])
+            np.testing.assert_array_equal(invoke_name("_kt_double", [x], {})[0].asnumpy(), [2, 4])
+        assert calls[kernel.name] == 2
+    finally:
+        registry.unregister_kernel(kernel)
+
+
+def test_a_gpu_op_without_a_gpu_kernel_is_an_error(op):
+    with pytest.raises(MXNetError, match="_kt_double has no kernel for device type 'gpu'"):
+        registry.get_kernel(op, "gpu")
+    kernel = registry.register_kernel("_kt_double", "gpu", _fast_double, applies=_float32_only)
+    try:
+        fn = registry.get_kernel(op, "gpu")
+        with reference_kernels():                  # the switch never sends a GPU op to the host
+            assert registry.get_kernel(op, "gpu") is fn
+        with pytest.raises(MXNetError, match="no 'gpu' kernel takes inputs .*float64.* host"):
+            fn(None, {}, [np.zeros(2)], [np.zeros(2)], ["write"])
+    finally:
+        registry.unregister_kernel(kernel)
+
+
+def test_register_kernel_checks_its_arguments(op):
+    with pytest.raises(MXNetError, match="not registered"):
+        registry.register_kernel("_kt_no_such_op", "cpu", _fast_double)
+    with pytest.raises(MXNetError, match="device type"):
+        registry.register_kernel("_kt_double", "cpu_pinned", _fast_double)
+    with pytest.raises(MXNetError, match="must state its tol"):
+        registry.register_kernel("_kt_double", "cpu", _fast_double, exact=False)
+    assert not registry.list_kernels("_kt_double")
