@@ -28,7 +28,6 @@ from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 from .base import MXNetError
 from .ndarray import imperative as _imperative
 from .ndarray.ndarray import NDArray, _empty, _memoryless
-from .ndarray.utils import zeros
 from .ops import registry
 from .symbol.graph import Node, NodeEntry, topo_sort
 
@@ -155,7 +154,7 @@ class _Saved:
 
 def _alias(x: NDArray) -> NDArray:
     """Another handle on ``x``'s memory without its graph entry (an array saved by a node must not
-    point back at the node, or the two would keep each other alive)."""
+    point back at the node, or the two would keep each other alive): ``x.detach()``."""
     return NDArray(x._chunk, x._shape, x._dtype, x._offset)
 
 
@@ -539,82 +538,6 @@ def get_symbol(x: NDArray):
         counts[kind] = counts.get(kind, 0) + 1
     return Symbol([e])
 
-
-# ---------------------------------------------------------------------------------------------
-# Views made while recording are recorded as the operators they stand for (MXNet's
-# ReshapeWithRecord / SliceWithRecord / AtWithRecord), and copies as ``_copy``.
-# ---------------------------------------------------------------------------------------------
-
-def _record_view(op_name: str, x: NDArray, out: NDArray, **kwargs) -> None:
-    op = registry.get(op_name)
-    _record(op, op.parse_params(kwargs), [x], [out])
-
-
-def _wrap_views() -> None:
-    reshape, at, slice_, copyto = NDArray.reshape, NDArray._at, NDArray._slice, NDArray.copyto
-
-    def reshape_rec(self, *shape, **kwargs):
-        out = reshape(self, *shape, **kwargs)
-        if _state.is_recording:
-            _record_view("Reshape", self, out, shape=out._shape)
-        return out
-
-    def slice_rec(self, start, stop):
-        out = slice_(self, start, stop)
-        if _state.is_recording:
-            _record_view("slice_axis", self, out, axis=0, begin=start, end=stop)
-        return out
-
-    def at_rec(self, idx):
-        n = self._shape[0] if self._shape else 0
-        if not _state.is_recording or not -n <= idx < n:
-            return at(self, idx)      # (an index out of range raises there)
-        idx %= n
-        row = slice_rec(self, idx, idx + 1)
-        return row if len(self._shape) == 1 else reshape_rec(row, self._shape[1:])
-
-    def copyto_rec(self, other):
-        out = copyto(self, other)
-        if _state.is_recording and not (out._chunk is self._chunk and out._offset == self._offset):
-            _record_view("_copy", self, out)    # (copying an array onto itself runs nothing)
-        return out
-
-    for name, fn, orig in (("reshape", reshape_rec, reshape), ("_slice", slice_rec, slice_),
-                           ("_at", at_rec, at), ("copyto", copyto_rec, copyto)):
-        fn.__name__, fn.__doc__, fn.__wrapped__ = orig.__name__, orig.__doc__, orig
-        setattr(NDArray, name, fn)
-
-
-# ---------------------------------------------------------------------------------------------
-# NDArray methods
-# ---------------------------------------------------------------------------------------------
-
-def _attach_grad(self: NDArray, grad_req: str = "write", stype: Optional[str] = None) -> None:
-    """Give this array a zero gradient buffer (``self.grad``) and make it a variable for autograd.
-
-    ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null'.
-    """
-    if stype not in (None, "default"):
-        raise MXNetError(f"attach_grad: only stype='default' is supported, got {stype!r}")
-    mark_variables([self], [zeros(self._shape, self._chunk.ctx, self._dtype)], grad_req)
-
-
-def _detach(self: NDArray) -> NDArray:
-    """The same values (shared memory), cut off from the recorded graph."""
-    return _alias(self)
-
-
-def _backward_method(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,
-                     train_mode: bool = True) -> None:
-    """``autograd.backward([self], [out_grad], retain_graph, train_mode)``."""
-    backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
-
-
-for _name, _fn in (("attach_grad", _attach_grad), ("detach", _detach), ("backward", _backward_method)):
-    if not hasattr(NDArray, _name):
-        _fn.__name__ = _name
-        setattr(NDArray, _name, _fn)
-_wrap_views()
 
 from . import autograd_function as _function  # noqa: E402 - registers the _CustomFunction ops
 from . import autograd_plan as _plan  # noqa: E402
