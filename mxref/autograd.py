@@ -453,6 +453,8 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
     train_mode : bool
         Run the backward operators in training mode.
     """
+    if _imperative.is_plain():
+        return _plain.backward(heads, head_grads, retain_graph, train_mode)
     prev, _state.storing_grads = _state.storing_grads, True
     try:
         xs, values, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
@@ -498,6 +500,8 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
     ...     dy = autograd.grad(y, [x], create_graph=True)[0]    # f'(x), itself recorded
     >>> dy.backward()          # x.grad == f''(x), if every backward op f' used has a gradient
     """
+    if _imperative.is_plain():
+        return _plain.grad(heads, variables, head_grads, retain_graph, create_graph, train_mode)
     if isinstance(variables, NDArray):
         variables = [variables]
     elif not len(variables):
@@ -540,5 +544,6 @@ def get_symbol(x: NDArray):
 
 
 from . import autograd_function as _function  # noqa: E402 - registers the _CustomFunction ops
+from . import autograd_plain as _plain  # noqa: E402
 from . import autograd_plan as _plan  # noqa: E402
 from .autograd_function import Function  # noqa: E402

@@ -20,12 +20,15 @@ def info(file=None) -> dict:
     """Print (and return) what this mxref runs with.
 
     Shows versions, which fast paths are active and why (Cython or pure Python, selected by
-    ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT``), the engine type and its thread counts, the
-    operator threads and BLAS threads, the storage pools and the number of GPUs.
+    ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT``), whether ``mx.nd`` dispatch and autograd's
+    backward take the tuned or the plain reference paths (``MXREF_PLAIN_PATHS``), the engine type
+    and its thread counts, the operator threads and BLAS threads, the storage pools and the
+    number of GPUs.
     """
     from . import __version__, engine, storage  # noqa: PLC0415
     from ._ext import loader  # noqa: PLC0415
     from .context import num_gpus  # noqa: PLC0415
+    from .ndarray import imperative  # noqa: PLC0415
     from .ops import blas, parallel  # noqa: PLC0415
 
     eng = engine.get()
@@ -49,6 +52,7 @@ def info(file=None) -> dict:
                                                  if parallel.SPLIT_GEMMS else "")
     for name, (path, reason) in sorted(loader.STATUS.items()):
         report[f"ext.{name}"] = f"{path} ({reason})"
+    report["dispatch"] = imperative.selected_paths()     # invoke and backward: tuned or plain
     for ctx, text in storage.describe().items():
         report[f"storage.{ctx}"] = text
     flags = {k: v for k, v in sorted(os.environ.items()) if k.startswith(("MXNET_", "MXREF_"))}

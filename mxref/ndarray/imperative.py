@@ -55,7 +55,7 @@ from .ndarray import NDArray
 
 __all__ = ["invoke", "invoke_name", "invoke_default", "invoke_scalar", "parse_params", "infer_outputs",
            "check_out", "is_training", "set_is_training", "set_record_hook", "use_plain", "is_plain",
-           "plain_paths"]
+           "plain_paths", "selected_paths"]
 
 _OPS = registry._OPS      # name -> OpDef; read directly to keep the per-call lookup to one dict access
 _KERNELS = registry._KERNELS
@@ -368,12 +368,17 @@ def check_out(op: OpDef, out, out_shapes, out_dtypes, num_visible: int, ctx: Con
 
 _ENTRY_POINTS = ("parse_params", "invoke", "invoke_name", "invoke_default", "invoke_scalar")
 _TUNED = {name: globals()[name] for name in _ENTRY_POINTS}
-_plain_selected = False
+_plain_selected, _selected_by = False, "default"
 
 
 def is_plain() -> bool:
     """Whether the plain reference paths (``invoke_plain.py``, ``autograd_plain.py``) are selected."""
     return _plain_selected
+
+
+def selected_paths() -> str:
+    """Which paths run and why, for ``mxref.info()``: ``'tuned (default)'``, ``'plain (...)'``."""
+    return f"{'plain' if _plain_selected else 'tuned'} ({_selected_by})"
 
 
 def use_plain(flag: bool = True) -> bool:
@@ -389,8 +394,12 @@ def use_plain(flag: bool = True) -> bool:
         finally:
             imperative.use_plain(old)
     """
-    global _plain_selected
-    old, _plain_selected = _plain_selected, bool(flag)
+    return _select(flag, "imperative.use_plain")
+
+
+def _select(flag: bool, why: str) -> bool:
+    global _plain_selected, _selected_by
+    old, _plain_selected, _selected_by = _plain_selected, bool(flag), why
     source = vars(_plain) if _plain_selected else _TUNED
     globals().update({name: source[name] for name in _ENTRY_POINTS})
     return old
@@ -424,4 +433,4 @@ def plain_by_default() -> tuple:
 
 from . import invoke_plain as _plain  # noqa: E402 - it reads this module's hooks
 
-use_plain(plain_by_default()[0])
+_select(*plain_by_default())

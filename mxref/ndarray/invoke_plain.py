@@ -2,7 +2,7 @@
 
 This is the specification of ``mx.nd``'s dispatch (MXNet's ``Imperative::Invoke``): read it first.
 ``imperative.py`` holds the tuned ``invoke``, which does the same steps and must give the same
-results bit for bit (``tests/ndarray/test_plain_paths.py`` checks it on the op test cases); it is
+results bit for bit (``tests/test_plain_paths.py`` checks it on the op test cases); it is
 the one that runs unless ``MXREF_PLAIN_PATHS=1``, pure mode or ``imperative.use_plain`` selects
 this one. Both have the same signatures, so callers never know which one they got.
 """
