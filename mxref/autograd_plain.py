@@ -24,7 +24,6 @@ recorded too, linked to the forward values they read, so the result can be diffe
 """
 from __future__ import annotations
 
-import weakref
 from typing import Dict, List, Optional
 
 from . import autograd as ag
@@ -61,7 +60,8 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
 
 def grad(heads, variables, head_grads=None, retain_graph: Optional[bool] = None,
          create_graph: bool = False, train_mode: bool = True) -> List[NDArray]:
-    """``autograd.grad``: the gradients of ``heads`` with respect to ``variables``, as new arrays."""
+    """``autograd.grad``: the gradients of ``heads`` with respect to ``variables``, as new arrays
+    (each a copy, so that none is an alias of a head gradient, a forward value or another one)."""
     variables = [variables] if isinstance(variables, NDArray) else list(variables)
     if not variables:
         raise MXNetError("grad: variables cannot be an empty list")
@@ -79,43 +79,32 @@ def grad(heads, variables, head_grads=None, retain_graph: Optional[bool] = None,
                       create_graph, train_mode)
     finally:
         ag._state.storing_grads = prev
-    out, made = [], grads["made"]
     with ag._Scope(create_graph, None):
-        for x in xs:
-            # A gradient the backward operators did not compute (a head gradient, a forward value)
-            # or that an earlier variable got already is copied: the caller never gets an alias.
-            v = _gradient_of(grads, x)
-            out.append(v if made.pop(id(v), None) is v else imperative.invoke_name("_copy", [v], {})[0])
-    return out
+        return [imperative.invoke_name("_copy", [_gradient_of(grads, x)], {})[0] for x in xs]
 
 
 def _walk(tape: List[Node], ys, ograds, retain_graph: bool, create_graph: bool, train_mode: bool) -> Dict:
-    """Step 2: ``{(id(node), index): [gradients]}`` for the variables' entries (``None``: a zero
-    gradient), and under ``"made"`` the arrays the backward operators computed, by id."""
+    """Step 2: ``{(id(node), index): [gradients]}`` left for the variables (``None``: zero)."""
     if any("ag" not in n.extra for n in tape):
         raise MXNetError(ag._NOT_IN_GRAPH)      # part of the graph was freed by an earlier backward
-    # (weak: the id of an array dropped meanwhile may be reused)
-    grads: Dict = {"made": weakref.WeakValueDictionary()}
-    for y, g in zip(ys, ograds):
-        grads[(id(y.node), y.index)] = [g]
-    # Recorded backward ops link to the forward values they read; without retain_graph those
-    # are freed, so they are not linked (as if constants).
+    grads = {(id(y.node), y.index): [g] for y, g in zip(ys, ograds)}
+    # With create_graph the backward ops are recorded, linked to the forward values they read;
+    # not when those are freed (no retain_graph): then they are constants of the new graph.
     link = create_graph and retain_graph
     with ag._Scope(create_graph, train_mode):
         for node in reversed(tape):
             if node.is_variable:
                 continue
             outs = range(len(node.extra["ag"].outs))
-            out_grads = [_sum(grads.pop((id(node), i), []), grads["made"]) for i in outs]
-            in_grads = _node_backward(node, out_grads, link, grads["made"])
-            for e, g in zip(node.inputs, in_grads):
+            out_grads = [_sum(grads.pop((id(node), i), [])) for i in outs]
+            for e, g in zip(node.inputs, _node_backward(node, out_grads, link)):
                 grads.setdefault((id(e.node), e.index), []).append(g)
             if not retain_graph:
                 node.extra.clear()       # its forward values are no longer needed
     return grads
 
 
-def _node_backward(node: Node, out_grads: List[Optional[NDArray]], link: bool, made) -> List:
+def _node_backward(node: Node, out_grads: List[Optional[NDArray]], link: bool) -> List[Optional[NDArray]]:
     """The gradient of each input of ``node`` (``None``: zero) from those of its outputs."""
     if node.op.gradient is None:
         if any(g is not None for g in out_grads):
@@ -124,20 +113,20 @@ def _node_backward(node: Node, out_grads: List[Optional[NDArray]], link: bool, m
         return [None] * len(node.inputs)
     heads = [NodeEntry(Node(None, f"ograd{i}"), 0, 0) for i in range(len(out_grads))]
     head_of = {id(h.node): i for i, h in enumerate(heads)}
-    values = {(id(e.node), e.index): _forward(v, e, link)
+    values = {(id(e.node), e.index): _forward(v, e, link)       # the inputs the node kept
               for e, v in zip(node.inputs, node.extra["ag"].ins) if v is not None}
 
     def value(e: NodeEntry) -> NDArray:
-        """The value of an entry of the backward graph, running the backward nodes it needs."""
+        """The value of an entry of the node's backward graph, running the backward ops it needs."""
         key = (id(e.node), e.index)
         if key not in values:
             n = e.node
-            if "ag" in n.extra:      # a forward output: kept, or a stand-in for its shape
+            if "ag" in n.extra:      # a forward output: kept, or a stand-in read for its shape
                 values[key] = _forward(n.extra["ag"].outs[e.index], e, link)
-            elif n.is_variable:      # a head of this node's backward: its output gradient
-                i = head_of[id(n)]
-                values[key] = out_grads[i] if out_grads[i] is not None else imperative.invoke_name(
-                    "zeros_like", [value(NodeEntry(node, i, 0))], {})[0]
+            elif id(n) in head_of:   # the gradient of one of the node's outputs (zeros if none)
+                g = out_grads[head_of[id(n)]]
+                values[key] = g if g is not None else imperative.invoke_name(
+                    "zeros_like", [value(NodeEntry(node, head_of[id(n)], 0))], {})[0]
             else:
                 ins = [value(i) for i in n.inputs]
                 if "function" in n.extra:    # an autograd.Function: its Python backward
@@ -145,7 +134,6 @@ def _node_backward(node: Node, out_grads: List[Optional[NDArray]], link: bool, m
                 else:
                     outs = imperative.invoke(n.op, None, n.params, ins)
                 values.update(((id(n), k), o) for k, o in enumerate(outs))
-                made.update((id(o), o) for o in outs)
         return values[key]
 
     def is_zero(g: Optional[NodeEntry]) -> bool:     # a zeros op, or a zero output gradient passed on
@@ -155,28 +143,25 @@ def _node_backward(node: Node, out_grads: List[Optional[NDArray]], link: bool, m
 
 
 def _forward(v, entry: NodeEntry, link: bool) -> NDArray:
-    """A kept forward value (linked to its entry when the backward is recorded for a second
-    derivative), or, for a value not kept, ``(shape, dtype, ctx)``: a stand-in without memory."""
+    """A kept forward value (linked to its entry if ``link``), or for one not kept, its
+    ``(shape, dtype, ctx)``: a stand-in without memory, for a backward op that reads only the shape."""
     if type(v) is tuple:
         return _memoryless(v[0], v[2], v[1])
     return ag._with_entry(v, entry) if link else v
 
 
-def _sum(gs: List[Optional[NDArray]], made) -> Optional[NDArray]:
-    """The sum of the gradients that reached one entry, zeros left out (``None`` if all are zero)."""
+def _sum(gs: List[Optional[NDArray]]) -> Optional[NDArray]:
+    """The sum of the gradients that reached one entry, in arrival order, zeros left out."""
     gs = [g for g in gs if g is not None]
     if len(gs) <= 1:
         return gs[0] if gs else None
-    total = imperative.invoke_name("add_n", gs, {"num_args": len(gs)})[0]
-    made[id(total)] = total
-    return total
+    return imperative.invoke_name("add_n", gs, {"num_args": len(gs)})[0]
 
 
 def _gradient_of(grads: Dict, x: NodeEntry) -> NDArray:
     """Step 3's input: what reached variable ``x``, zeros if nothing did."""
-    g = _sum(grads.get((id(x.node), x.index), []), grads["made"])
+    g = _sum(grads.get((id(x.node), x.index), []))
     if g is None:
-        spec = x.node.extra["ag"].outs[0]
-        g = imperative.invoke_name("zeros_like", [_memoryless(spec[0], spec[2], spec[1])], {})[0]
-        grads["made"][id(g)] = g
+        shape, dtype, ctx = x.node.extra["ag"].outs[0]
+        g = imperative.invoke_name("zeros_like", [_memoryless(shape, ctx, dtype)], {})[0]
     return g

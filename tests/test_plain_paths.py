@@ -204,8 +204,8 @@ def test_the_gradient_comparison_can_fail(monkeypatch):
     """A plain backward whose gradient differs in the last bit is caught too."""
     real = autograd_plain._node_backward
 
-    def nudged(node, out_grads, link, made):
-        grads = real(node, out_grads, link, made)
+    def nudged(node, out_grads, link):
+        grads = real(node, out_grads, link)
         return [g * (1 + 2 ** -20) if node.op.name == "sin" else g for g in grads]
 
     monkeypatch.setattr(autograd_plain, "_node_backward", nudged)
