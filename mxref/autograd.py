@@ -7,15 +7,31 @@ The whole idea, as MXNet's ``Imperative::RecordOp`` / ``Imperative::Backward`` d
    output array remembers its own ``NodeEntry`` in ``arr._ag``. Arrays marked with ``attach_grad``
    are variable nodes that carry a gradient buffer and a ``grad_req``. The node keeps only the
    forward values its backward will read (found once per operator by asking its ``gradient``).
-2. **Differentiate.** ``backward(heads)`` runs the same ``gradient`` pass the executor uses on the
-   recorded nodes, which returns the backward graph as more nodes (``_backward_*``, sums, ...).
-   It does so once per graph structure: a graph recorded again the same way replays the plan
-   kept for it (``autograd_plan``).
-3. **Execute.** The backward nodes are pushed through ``imperative.invoke`` like any ``mx.nd``
-   call, reading the saved forward values, and each variable's gradient lands in ``x.grad``
-   ('write' or 'add'). Unless ``retain_graph``, the recorded values are dropped as soon as they
-   are read, and a second ``backward`` raises. With ``create_graph`` the backward ops are
-   themselves recorded, so the gradient can be differentiated again.
+2. **Differentiate.** ``backward(heads)`` walks the recorded nodes from the heads back: each
+   operator's ``gradient`` builds its backward as more nodes (``_backward_*``, sums, ...), which
+   are pushed through ``imperative.invoke`` like any ``mx.nd`` call, reading the saved forward
+   values.
+3. **Store.** Each variable's gradient lands in ``x.grad`` ('write' or 'add'). Unless
+   ``retain_graph``, the recorded values are dropped, and a second ``backward`` raises. With
+   ``create_graph`` the backward ops are themselves recorded, so the gradient can be
+   differentiated again.
+
+``autograd_plain.py`` does steps 2 and 3 node by node, micrograd-style: read it first. The
+``backward`` and ``grad`` here are the tuned form of the same steps, with the same results bit
+for bit, and run unless the plain paths are selected (``MXREF_PLAIN_PATHS=1``, pure mode or
+``imperative.use_plain``; then they hand over to ``autograd_plain``). Step 2 is done in
+``_differentiate``, and differs in two ways, because a training loop records the same graph step
+after step and rebuilding its backward costs more Python than running it:
+
+- the backward nodes of the whole graph are built in one go by the executor's ``gradient`` pass,
+  once per graph *structure*, and kept as a plan of numbered value slots (``autograd_plan``); a
+  graph recorded again the same way fills the slots from its own nodes and replays the plan;
+- the plan frees each value after its last reader, so activations go during backward, not after.
+
+Recording has its tricks too: the invoke hook is installed only while some thread records, the
+forward values each operator's backward reads are remembered per (op, parameters)
+(``_backward_deps``, found by identity of the parsed parameter dict first), and the default head
+gradient on the CPU is filled without an engine operation (``_ones_like``).
 
 Recording and training are per-thread flags: ``record()`` turns on both (operators such as
 Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
@@ -298,17 +314,21 @@ def mark_variables(variables: Union[NDArray, Sequence[NDArray]],
 
 
 # ---------------------------------------------------------------------------------------------
-# Backward (Imperative::Backward): the gradient pass, then its nodes run through invoke
+# Backward (Imperative::Backward), tuned: a plan from the gradient pass, its ops run through invoke
 # ---------------------------------------------------------------------------------------------
 
 def _differentiate(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
                    is_train: bool) -> Tuple[List[Node], List[NDArray], List[bool]]:
     """Differentiate the recorded graph and run its backward ops (shared by ``backward`` and ``grad``).
 
-    The backward pass comes from a plan (``autograd_plan``): built by the gradient pass the first
-    time a graph of this structure is differentiated, reused after. Returns the variable nodes
-    differentiated, their gradient values, and whether each value was computed by the backward
-    pass (not a head gradient or a forward value passed through).
+    ``autograd_plain._walk``'s step 2, tuned. The backward pass comes from a plan (``autograd_plan``):
+    built by the gradient pass the first time a graph of this structure is differentiated, reused
+    after. The plan's slots are filled with the head gradients, the kept forward values (linked to
+    their entries with ``create_graph``) and shape-only stand-ins; the graph's nodes are emptied
+    (unless ``retain_graph``), so each value lives only in its slot until its last reader has run.
+    Returns the variable nodes differentiated, their gradient values, and whether each value was
+    computed by the backward pass (not a head gradient or a forward value passed through, which
+    ``grad`` copies).
     """
     ys, head_values = _heads(heads, head_grads)
     topo, index = _plan.tape_order(ys)
@@ -441,6 +461,9 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
              train_mode: bool = True) -> None:
     """Compute the gradients of ``heads`` and store them in the ``.grad`` of every marked variable.
 
+    The tuned form of ``autograd_plain.backward`` (which it hands over to when the plain paths
+    are selected): ``_differentiate`` then the same store.
+
     Parameters
     ----------
     heads : NDArray or list of NDArray
@@ -490,6 +513,9 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
          head_grads=None, retain_graph: Optional[bool] = None, create_graph: bool = False,
          train_mode: bool = True) -> List[NDArray]:
     """Gradients of ``heads`` with respect to ``variables``, returned as new arrays (``.grad`` untouched).
+
+    The tuned form of ``autograd_plain.grad``: ``_differentiate``, then a copy only of the values
+    the backward pass did not compute itself.
 
     With ``create_graph=True`` the backward computation is recorded too, so the returned gradients
     can be differentiated again (a second derivative), as far as the operators' gradients go.
