@@ -30,6 +30,8 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     # 1. The parameters: the caller parsed the keyword arguments (``parse_params`` below).
     #    ``pkey`` names them for the tuned path's caches; nothing here uses it.
     # 2. Output shapes and dtypes, now: a wrong shape raises at the call, not on the worker.
+    out_shapes, out_dtypes = imperative.infer_outputs(
+        op, params, [x.shape for x in inputs], [x._dtype for x in inputs])
     if inputs:
         ctx = inputs[0].context
         if any(x.context != ctx for x in inputs):
@@ -37,8 +39,6 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
                              f"{[str(x.context) for x in inputs]}")
     elif ctx is None:
         ctx = current_context()       # an op without inputs (_zeros, _random_uniform)
-    out_shapes, out_dtypes = imperative.infer_outputs(
-        op, params, [x.shape for x in inputs], [x._dtype for x in inputs])
     # 3. The outputs: new arrays with an engine variable but no memory yet, or the out= arrays.
     if out is None:
         outputs = [NDArray(Chunk(math.prod(s) * t.itemsize, ctx, engine.get().new_variable()), s, t)
