@@ -427,7 +427,7 @@ def plain_by_default() -> tuple:
     if flag:
         raise MXNetError(f"MXREF_PLAIN_PATHS must be 0 or 1, got {flag!r}")
     if not _loader.ext_enabled():
-        return True, "MXREF_ENABLE_EXT=0 (pure mode)"
+        return True, "pure mode: MXREF_ENABLE_EXT=0"
     return False, "default"
 
 
