@@ -462,7 +462,7 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
     """Compute the gradients of ``heads`` and store them in the ``.grad`` of every marked variable.
 
     The tuned form of ``autograd_plain.backward`` (which it hands over to when the plain paths
-    are selected): ``_differentiate`` then the same store.
+    are selected): ``_differentiate``, then the same ``store``.
 
     Parameters
     ----------
@@ -485,15 +485,7 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
         _state.storing_grads = prev
     with pause():
         for x, v in zip(xs, values):
-            saved = x.extra["ag"]
-            g = saved.grad
-            if g._shape != v._shape:
-                raise MXNetError(f"backward: the gradient has shape {v._shape}, but the variable's grad "
-                                 f"buffer has shape {g._shape}")
-            if saved.grad_req == "add":
-                _imperative.invoke_name("elemwise_add", [g, v], {}, out=g)
-            elif not _same_buffer(v, g):    # a hybridized block may have written .grad itself
-                _imperative.invoke_name("_copy", [v], {}, out=g)
+            _plain.store(x.extra["ag"], v)      # write or add into x.grad, per its grad_req
 
 
 def _same_buffer(a: NDArray, b: NDArray) -> bool:

@@ -33,7 +33,7 @@ from .ndarray.ndarray import NDArray, _memoryless
 from .passes.gradient import is_zero_entry
 from .symbol.graph import Node, NodeEntry, topo_sort
 
-__all__ = ["backward", "grad"]
+__all__ = ["backward", "grad", "store"]
 
 
 def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: bool = True) -> None:
@@ -48,14 +48,19 @@ def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: boo
         ag._state.storing_grads = prev
     with ag.pause():
         for x in xs:
-            saved, v = x.node.extra["ag"], _gradient_of(grads, x)
-            if saved.grad._shape != v._shape:
-                raise MXNetError(f"backward: the gradient has shape {v._shape}, but the variable's grad "
-                                 f"buffer has shape {saved.grad._shape}")
-            if saved.grad_req == "add":
-                imperative.invoke_name("elemwise_add", [saved.grad, v], {}, out=saved.grad)
-            elif not ag._same_buffer(v, saved.grad):  # a hybridized block may have written it already
-                imperative.invoke_name("_copy", [v], {}, out=saved.grad)
+            store(x.node.extra["ag"], _gradient_of(grads, x))
+
+
+def store(saved, v: NDArray) -> None:
+    """Step 3 for one variable (``saved``: its ``extra['ag']``): write its gradient ``v`` into its
+    ``.grad`` (``grad_req='write'``) or add it (``'add'``). The tuned backward stores the same way."""
+    if saved.grad._shape != v._shape:
+        raise MXNetError(f"backward: the gradient has shape {v._shape}, but the variable's grad "
+                         f"buffer has shape {saved.grad._shape}")
+    if saved.grad_req == "add":
+        imperative.invoke_name("elemwise_add", [saved.grad, v], {}, out=saved.grad)
+    elif not ag._same_buffer(v, saved.grad):      # a hybridized block may have written it already
+        imperative.invoke_name("_copy", [v], {}, out=saved.grad)
 
 
 def grad(heads, variables, head_grads=None, retain_graph: Optional[bool] = None,
