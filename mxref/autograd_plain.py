@@ -24,7 +24,7 @@ recorded too, linked to the forward values they read, so the result can be diffe
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Union
 
 from . import autograd as ag
 from .base import MXNetError
@@ -36,7 +36,8 @@ from .symbol.graph import Node, NodeEntry, topo_sort
 __all__ = ["backward", "grad", "store"]
 
 
-def backward(heads, head_grads=None, retain_graph: bool = False, train_mode: bool = True) -> None:
+def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_graph: bool = False,
+             train_mode: bool = True) -> None:
     """``autograd.backward``: the gradients of ``heads`` into the ``.grad`` of every variable."""
     ys, ograds = ag._heads(heads, head_grads)     # the heads' entries; ones where no gradient given
     tape = topo_sort(ys)
@@ -63,8 +64,9 @@ def store(saved, v: NDArray) -> None:
         imperative.invoke_name("_copy", [v], {}, out=saved.grad)
 
 
-def grad(heads, variables, head_grads=None, retain_graph: Optional[bool] = None,
-         create_graph: bool = False, train_mode: bool = True) -> List[NDArray]:
+def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Sequence[NDArray]],
+         head_grads=None, retain_graph: Optional[bool] = None, create_graph: bool = False,
+         train_mode: bool = True) -> List[NDArray]:
     """``autograd.grad``: the gradients of ``heads`` with respect to ``variables``, as new arrays
     (each a copy, so that none is an alias of a head gradient, a forward value or another one)."""
     variables = [variables] if isinstance(variables, NDArray) else list(variables)

@@ -263,6 +263,20 @@ def test_info_shows_the_selected_paths():
         assert mx.info(file=io.StringIO())["dispatch"].startswith("tuned")
 
 
+def test_no_module_binds_an_entry_point_by_name():
+    """Callers reach ``imperative.invoke`` & co. through the module: a name bound by
+    ``from .imperative import invoke`` would keep the path chosen at import and miss the switch."""
+    import re
+    names = "|".join(imperative._ENTRY_POINTS)
+    pattern = re.compile(rf"from\s+[.\w]*imperative\s+import\s+\(?[^)\n]*\b({names})\b")
+    root = os.path.join(os.path.dirname(HERE), "mxref")
+    bad = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+           if f.endswith(".py") and f != "imperative.py"       # (whose docstring names the trap)
+           and pattern.search(open(os.path.join(d, f)).read())]
+    assert not bad, bad
+    assert pattern.search("from .imperative import invoke, parse_params")     # the scan works
+
+
 def test_ndarray_methods_are_defined_on_the_class():
     """autograd's NDArray methods and the recording views are NDArray's own, not set on it by
     importing autograd."""

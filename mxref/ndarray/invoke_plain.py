@@ -62,8 +62,9 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
 
     engine.get().push_sync(run, ctx, const_vars, mutable_vars, FnProperty.NORMAL, 0, op.name)
     # 6. Autograd's recorder, while some thread records.
-    if imperative._record_hook is not None:
-        imperative._record_hook(op, params, inputs, outputs)
+    hook = imperative._record_hook
+    if hook is not None:
+        hook(op, params, inputs, outputs)
     return outputs
 
 
