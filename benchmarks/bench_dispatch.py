@@ -1,8 +1,10 @@
 """Imperative dispatch cost: 20,000 x ``c = a + b`` and ``a += 1`` on 10-element float32 arrays.
 
 Prints microseconds per operation (median of the repeats, each ending with a full wait) for mxref
-(threaded engine with the Cython extensions, threaded pure Python, naive engine), numpy, and
-MXNet 1.9.1 and PyTorch when their virtual environments exist; ratios are against MXNet.
+(threaded engine with the Cython extensions, threaded pure Python, naive engine, and the plain
+reference dispatch of ``invoke_plain.py``), numpy, and MXNet 1.9.1 and PyTorch when their virtual
+environments exist; ratios are against MXNet. Every mxref row but the last takes the tuned
+dispatch (the pure-Python row too: pure mode alone would pick the plain one).
 
     .venv/bin/python benchmarks/bench_dispatch.py [--n 20000] [--repeats 5]
 
@@ -59,7 +61,8 @@ def _setup(kind: str):
         import mxref as mx
         from mxref._ext.loader import STATUS
         mx.nd.ones((1,)).wait_to_read()        # start the engine before timing
-        info = {"engine": mx.engine.get().name, "ext": {k: v[0] for k, v in STATUS.items()}}
+        info = {"engine": mx.engine.get().name, "ext": {k: v[0] for k, v in STATUS.items()},
+                "dispatch": mx.nd.imperative.selected_paths()}
         return (lambda: (mx.nd.ones((10,)), mx.nd.ones((10,)))), mx.nd.waitall, info
     if kind == "mxnet":
         import mxnet as mx
@@ -126,8 +129,10 @@ def main() -> None:
         ("MXNet 1.9.1", MXNET_PY, "mxnet", {}),
         ("mxref threaded + Cython", me, "mxref", {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice"}),
         ("mxref threaded, pure Python", me, "mxref",
-         {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice", "MXREF_ENABLE_EXT": "0"}),
+         {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice", "MXREF_ENABLE_EXT": "0", "MXREF_PLAIN_PATHS": "0"}),
         ("mxref naive engine", me, "mxref", {"MXNET_ENGINE_TYPE": "NaiveEngine"}),
+        ("mxref threaded, plain dispatch", me, "mxref",
+         {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice", "MXREF_PLAIN_PATHS": "1"}),
         ("PyTorch (1 thread)", TORCH_PY, "torch", {}),
         ("numpy", me, "numpy", {}),
     ]

@@ -7,15 +7,31 @@ The whole idea, as MXNet's ``Imperative::RecordOp`` / ``Imperative::Backward`` d
    output array remembers its own ``NodeEntry`` in ``arr._ag``. Arrays marked with ``attach_grad``
    are variable nodes that carry a gradient buffer and a ``grad_req``. The node keeps only the
    forward values its backward will read (found once per operator by asking its ``gradient``).
-2. **Differentiate.** ``backward(heads)`` runs the same ``gradient`` pass the executor uses on the
-   recorded nodes, which returns the backward graph as more nodes (``_backward_*``, sums, ...).
-   It does so once per graph structure: a graph recorded again the same way replays the plan
-   kept for it (``autograd_plan``).
-3. **Execute.** The backward nodes are pushed through ``imperative.invoke`` like any ``mx.nd``
-   call, reading the saved forward values, and each variable's gradient lands in ``x.grad``
-   ('write' or 'add'). Unless ``retain_graph``, the recorded values are dropped as soon as they
-   are read, and a second ``backward`` raises. With ``create_graph`` the backward ops are
-   themselves recorded, so the gradient can be differentiated again.
+2. **Differentiate.** ``backward(heads)`` walks the recorded nodes from the heads back: each
+   operator's ``gradient`` builds its backward as more nodes (``_backward_*``, sums, ...), which
+   are pushed through ``imperative.invoke`` like any ``mx.nd`` call, reading the saved forward
+   values.
+3. **Store.** Each variable's gradient lands in ``x.grad`` ('write' or 'add'). Unless
+   ``retain_graph``, the recorded values are dropped, and a second ``backward`` raises. With
+   ``create_graph`` the backward ops are themselves recorded, so the gradient can be
+   differentiated again.
+
+``autograd_plain.py`` does steps 2 and 3 node by node, micrograd-style: read it first. The
+``backward`` and ``grad`` here are the tuned form of the same steps, with the same results bit
+for bit, and run unless the plain paths are selected (``MXREF_PLAIN_PATHS=1``, pure mode or
+``imperative.use_plain``; then they hand over to ``autograd_plain``). Step 2 is done in
+``_differentiate``, and differs in two ways, because a training loop records the same graph step
+after step and rebuilding its backward costs more Python than running it:
+
+- the backward nodes of the whole graph are built in one go by the executor's ``gradient`` pass,
+  once per graph *structure*, and kept as a plan of numbered value slots (``autograd_plan``); a
+  graph recorded again the same way fills the slots from its own nodes and replays the plan;
+- the plan frees each value after its last reader, so activations go during backward, not after.
+
+Recording has its tricks too: the invoke hook is installed only while some thread records, the
+forward values each operator's backward reads are remembered per (op, parameters)
+(``_backward_deps``, found by identity of the parsed parameter dict first), and the default head
+gradient on the CPU is filled without an engine operation (``_ones_like``).
 
 Recording and training are per-thread flags: ``record()`` turns on both (operators such as
 Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
@@ -29,7 +45,6 @@ from .base import MXNetError
 from .graph import Node, NodeEntry, topo_sort
 from .ndarray import imperative as _imperative
 from .ndarray.ndarray import NDArray, _empty, _memoryless
-from .ndarray.utils import zeros
 from .ops import registry
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -155,7 +170,7 @@ class _Saved:
 
 def _alias(x: NDArray) -> NDArray:
     """Another handle on ``x``'s memory without its graph entry (an array saved by a node must not
-    point back at the node, or the two would keep each other alive)."""
+    point back at the node, or the two would keep each other alive): ``x.detach()``."""
     return NDArray(x._chunk, x._shape, x._dtype, x._offset)
 
 
@@ -299,17 +314,21 @@ def mark_variables(variables: Union[NDArray, Sequence[NDArray]],
 
 
 # ---------------------------------------------------------------------------------------------
-# Backward (Imperative::Backward): the gradient pass, then its nodes run through invoke
+# Backward (Imperative::Backward), tuned: a plan from the gradient pass, its ops run through invoke
 # ---------------------------------------------------------------------------------------------
 
 def _differentiate(heads, head_grads, variables, retain_graph: bool, create_graph: bool,
                    is_train: bool) -> Tuple[List[Node], List[NDArray], List[bool]]:
     """Differentiate the recorded graph and run its backward ops (shared by ``backward`` and ``grad``).
 
-    The backward pass comes from a plan (``autograd_plan``): built by the gradient pass the first
-    time a graph of this structure is differentiated, reused after. Returns the variable nodes
-    differentiated, their gradient values, and whether each value was computed by the backward
-    pass (not a head gradient or a forward value passed through).
+    ``autograd_plain._walk``'s step 2, tuned. The backward pass comes from a plan (``autograd_plan``):
+    built by the gradient pass the first time a graph of this structure is differentiated, reused
+    after. The plan's slots are filled with the head gradients, the kept forward values (linked to
+    their entries with ``create_graph``) and shape-only stand-ins; the graph's nodes are emptied
+    (unless ``retain_graph``), so each value lives only in its slot until its last reader has run.
+    Returns the variable nodes differentiated, their gradient values, and whether each value was
+    computed by the backward pass (not a head gradient or a forward value passed through, which
+    ``grad`` copies).
     """
     ys, head_values = _heads(heads, head_grads)
     topo, index = _plan.tape_order(ys)
@@ -442,6 +461,9 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
              train_mode: bool = True) -> None:
     """Compute the gradients of ``heads`` and store them in the ``.grad`` of every marked variable.
 
+    The tuned form of ``autograd_plain.backward`` (which it hands over to when the plain paths
+    are selected): ``_differentiate``, then the same ``store``.
+
     Parameters
     ----------
     heads : NDArray or list of NDArray
@@ -454,6 +476,8 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
     train_mode : bool
         Run the backward operators in training mode.
     """
+    if _imperative.is_plain():
+        return _plain.backward(heads, head_grads, retain_graph, train_mode)
     prev, _state.storing_grads = _state.storing_grads, True
     try:
         xs, values, _ = _differentiate(heads, head_grads, None, retain_graph, False, train_mode)
@@ -461,15 +485,7 @@ def backward(heads: Union[NDArray, Sequence[NDArray]], head_grads=None, retain_g
         _state.storing_grads = prev
     with pause():
         for x, v in zip(xs, values):
-            saved = x.extra["ag"]
-            g = saved.grad
-            if g._shape != v._shape:
-                raise MXNetError(f"backward: the gradient has shape {v._shape}, but the variable's grad "
-                                 f"buffer has shape {g._shape}")
-            if saved.grad_req == "add":
-                _imperative.invoke_name("elemwise_add", [g, v], {}, out=g)
-            elif not _same_buffer(v, g):    # a hybridized block may have written .grad itself
-                _imperative.invoke_name("_copy", [v], {}, out=g)
+            _plain.store(x.extra["ag"], v)      # write or add into x.grad, per its grad_req
 
 
 def _same_buffer(a: NDArray, b: NDArray) -> bool:
@@ -490,6 +506,9 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
          train_mode: bool = True) -> List[NDArray]:
     """Gradients of ``heads`` with respect to ``variables``, returned as new arrays (``.grad`` untouched).
 
+    The tuned form of ``autograd_plain.grad``: ``_differentiate``, then a copy only of the values
+    the backward pass did not compute itself.
+
     With ``create_graph=True`` the backward computation is recorded too, so the returned gradients
     can be differentiated again (a second derivative), as far as the operators' gradients go.
     ``retain_graph`` defaults to ``create_graph``.
@@ -499,6 +518,8 @@ def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Seq
     ...     dy = autograd.grad(y, [x], create_graph=True)[0]    # f'(x), itself recorded
     >>> dy.backward()          # x.grad == f''(x), if every backward op f' used has a gradient
     """
+    if _imperative.is_plain():
+        return _plain.grad(heads, variables, head_grads, retain_graph, create_graph, train_mode)
     if isinstance(variables, NDArray):
         variables = [variables]
     elif not len(variables):
@@ -540,82 +561,7 @@ def get_symbol(x: NDArray):
     return Symbol([e])
 
 
-# ---------------------------------------------------------------------------------------------
-# Views made while recording are recorded as the operators they stand for (MXNet's
-# ReshapeWithRecord / SliceWithRecord / AtWithRecord), and copies as ``_copy``.
-# ---------------------------------------------------------------------------------------------
-
-def _record_view(op_name: str, x: NDArray, out: NDArray, **kwargs) -> None:
-    op = registry.get(op_name)
-    _record(op, op.parse_params(kwargs), [x], [out])
-
-
-def _wrap_views() -> None:
-    reshape, at, slice_, copyto = NDArray.reshape, NDArray._at, NDArray._slice, NDArray.copyto
-
-    def reshape_rec(self, *shape, **kwargs):
-        out = reshape(self, *shape, **kwargs)
-        if _state.is_recording:
-            _record_view("Reshape", self, out, shape=out._shape)
-        return out
-
-    def slice_rec(self, start, stop):
-        out = slice_(self, start, stop)
-        if _state.is_recording:
-            _record_view("slice_axis", self, out, axis=0, begin=start, end=stop)
-        return out
-
-    def at_rec(self, idx):
-        n = self._shape[0] if self._shape else 0
-        if not _state.is_recording or not -n <= idx < n:
-            return at(self, idx)      # (an index out of range raises there)
-        idx %= n
-        row = slice_rec(self, idx, idx + 1)
-        return row if len(self._shape) == 1 else reshape_rec(row, self._shape[1:])
-
-    def copyto_rec(self, other):
-        out = copyto(self, other)
-        if _state.is_recording and not (out._chunk is self._chunk and out._offset == self._offset):
-            _record_view("_copy", self, out)    # (copying an array onto itself runs nothing)
-        return out
-
-    for name, fn, orig in (("reshape", reshape_rec, reshape), ("_slice", slice_rec, slice_),
-                           ("_at", at_rec, at), ("copyto", copyto_rec, copyto)):
-        fn.__name__, fn.__doc__, fn.__wrapped__ = orig.__name__, orig.__doc__, orig
-        setattr(NDArray, name, fn)
-
-
-# ---------------------------------------------------------------------------------------------
-# NDArray methods
-# ---------------------------------------------------------------------------------------------
-
-def _attach_grad(self: NDArray, grad_req: str = "write", stype: Optional[str] = None) -> None:
-    """Give this array a zero gradient buffer (``self.grad``) and make it a variable for autograd.
-
-    ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null'.
-    """
-    if stype not in (None, "default"):
-        raise MXNetError(f"attach_grad: only stype='default' is supported, got {stype!r}")
-    mark_variables([self], [zeros(self._shape, self._chunk.ctx, self._dtype)], grad_req)
-
-
-def _detach(self: NDArray) -> NDArray:
-    """The same values (shared memory), cut off from the recorded graph."""
-    return _alias(self)
-
-
-def _backward_method(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,
-                     train_mode: bool = True) -> None:
-    """``autograd.backward([self], [out_grad], retain_graph, train_mode)``."""
-    backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
-
-
-for _name, _fn in (("attach_grad", _attach_grad), ("detach", _detach), ("backward", _backward_method)):
-    if not hasattr(NDArray, _name):
-        _fn.__name__ = _name
-        setattr(NDArray, _name, _fn)
-_wrap_views()
-
 from . import autograd_function as _function  # noqa: E402 - registers the _CustomFunction ops
+from . import autograd_plain as _plain  # noqa: E402
 from . import autograd_plan as _plan  # noqa: E402
 from .autograd_function import Function  # noqa: E402

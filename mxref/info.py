@@ -21,12 +21,15 @@ def info(file=None) -> dict:
 
     Shows versions, which fast paths are active and why (Cython or pure Python, selected by the
     one switch, ``MXREF_ENABLE_EXT`` / ``MXREF_ENFORCE_EXT`` or a ``reference_kernels()`` block),
-    every registered fast kernel and whether it runs, the engine type and its thread counts, the
-    operator threads and BLAS threads, the storage pools and the number of GPUs.
+    every registered fast kernel and whether it runs, whether ``mx.nd`` dispatch and autograd's
+    backward take the tuned or the plain reference paths (``MXREF_PLAIN_PATHS``), the engine type
+    and its thread counts, the operator threads and BLAS threads, the storage pools and the number
+    of GPUs.
     """
     from . import __version__, engine, storage  # noqa: PLC0415
     from ._ext import loader, switch  # noqa: PLC0415
     from .context import num_gpus  # noqa: PLC0415
+    from .ndarray import imperative  # noqa: PLC0415
     from .ops import blas, parallel, registry  # noqa: PLC0415
 
     eng = engine.get()
@@ -56,6 +59,7 @@ def info(file=None) -> dict:
         active = k.device != "cpu" or not switch.reference_only()
         report[f"kernel.{k.device}.{k.op}"] = f"{k.name} ({'active' if active else 'inactive'}; " + \
             ("same bits as the reference)" if k.exact else "within a stated tolerance)")
+    report["dispatch"] = imperative.selected_paths()     # invoke and backward: tuned or plain
     for ctx, text in storage.describe().items():
         report[f"storage.{ctx}"] = text
     flags = {k: v for k, v in sorted(os.environ.items()) if k.startswith(("MXNET_", "MXREF_"))}

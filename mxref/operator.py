@@ -43,8 +43,8 @@ from . import ndarray as _nd
 from .base import DTYPE_NP_TO_MX, MXNetError
 from .engine.base import inline_scope
 from .graph import NodeEntry
+from .ndarray import imperative as _imperative
 from .ndarray.chunk import Chunk, _free_nothing
-from .ndarray.imperative import invoke, parse_params
 from .ndarray.ndarray import NDArray
 from .ops import registry
 from .ops.nn._util import backward_node
@@ -411,7 +411,7 @@ def Custom(*data: NDArray, op_type: str = None, out=None, name: str = None, **kw
     named = {k: kwargs.pop(k) for k in [k for k, v in kwargs.items() if isinstance(v, NDArray)]}
     kwargs["op_type"] = op_type
     op = registry.get("Custom")
-    pkey, params = parse_params(op, kwargs)
+    pkey, params = _imperative.parse_params(op, kwargs)
     names = op.list_inputs(params)
     inputs = list(data)
     if named:
@@ -427,7 +427,7 @@ def Custom(*data: NDArray, op_type: str = None, out=None, name: str = None, **kw
         if not isinstance(x, NDArray):
             raise MXNetError(f"operator Custom ({op_type}): input {i} must be an NDArray, "
                              f"got {type(x).__name__}")
-    outputs = invoke(op, pkey, params, inputs, out)
+    outputs = _imperative.invoke(op, pkey, params, inputs, out)
     if out is not None:
         return out
     return outputs[0] if len(outputs) == 1 else outputs

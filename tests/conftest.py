@@ -3,6 +3,7 @@ import pytest
 
 import mxref as mx
 from mxref import engine
+from mxref.ndarray import imperative
 
 
 @pytest.fixture(params=["NaiveEngine", "ThreadedEnginePerDevice"])
@@ -17,3 +18,11 @@ def any_engine(request):
     except mx.MXNetError:
         pass
     engine.set_engine(old)
+
+
+@pytest.fixture
+def tuned_paths():
+    """Run one test on the tuned dispatch and backward paths, whatever the environment selects
+    (for tests of the tuned paths' own caches and tricks, which the plain paths do without)."""
+    with imperative.plain_paths(False):
+        yield

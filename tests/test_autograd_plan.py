@@ -10,6 +10,9 @@ from mxref import autograd as ag
 from mxref import autograd_plan, nd
 from mxref.graph import topo_sort
 
+# Plans are the tuned backward's; the plain one (autograd_plain.py) has none.
+pytestmark = pytest.mark.usefixtures("tuned_paths")
+
 
 @pytest.fixture
 def no_plans():

@@ -1,7 +1,8 @@
 """NDArray: an n-dimensional array whose every operation is an engine operation (``mx.nd``).
 
 Layout: ``chunk.py`` (memory + engine variable), ``ndarray.py`` (the class, views, operators),
-``indexing.py`` (copying indexing, slice assignment), ``imperative.py`` (running an operator),
+``indexing.py`` (copying indexing, slice assignment), ``invoke_plain.py`` (running an operator,
+the reference steps), ``imperative.py`` (the same, tuned; the switch between the two),
 ``register.py`` (the generated ``mx.nd.<op>`` functions), ``utils.py`` (creation), ``io.py``
 (MXNet's binary save/load) and ``random.py`` (``mx.nd.random``).
 """

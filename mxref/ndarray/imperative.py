@@ -2,26 +2,51 @@
 
 ``invoke`` is the path every ``mx.nd`` call takes (MXNet's ``Imperative::Invoke``):
 
-1. parse the keyword arguments into typed parameters (cached per distinct call),
-2. infer output shapes and dtypes at call time, so shape errors raise here (cached too),
+1. parse the keyword arguments into typed parameters,
+2. infer output shapes and dtypes at call time, so shape errors raise here,
 3. make the outputs: new NDArrays whose memory is *not* allocated yet, or the ``out=`` arrays,
 4. push one engine operation reading the inputs' variables and writing the outputs' variables
    (plus the variables of the op's resources and of any auxiliary inputs it mutates),
 5. inside that operation, on the worker: allocate the outputs on first write, take numpy views,
-   and call the kernel ``(octx, params, inputs, outputs, req)``. The kernel was resolved before the
-   push by ``registry.get_kernel(op, device)`` and is cached on the plan of step 2 until the
-   kernel table changes (``len(registry._KERNELS)``: a kernel registered, or the switch flipped).
+   and call the kernel ``(octx, params, inputs, outputs, req)``, which ``registry.get_kernel(op,
+   device)`` resolved before the push (the tuned invoke keeps it on the plan of step 2 until the
+   kernel table changes: a kernel registered, or the switch flipped),
+6. hand the call to autograd's recorder, if one is installed.
 
 Errors raised by the kernel are stored by the engine and raised at the next wait.
+
+Two implementations of these steps exist. ``invoke_plain.py`` does them one by one, in about
+40 lines: read it first, it is the specification. This module holds the tuned one, which does the
+same steps and gives bit-identical results, with three tricks added because an ``mx.nd`` call on
+small arrays costs more in Python than in its kernel:
+
+- *caches* (steps 1, 2, 5): parsed parameters per distinct call (``parse_params``), output
+  shapes/dtypes/sizes per (op, parameters, input shapes, dtypes) in a ``_Plan`` (``_plan``), and
+  the kernel on the plan until the kernel table changes (``_kernel``); the short paths
+  ``invoke_default`` (``a + b``) and ``invoke_scalar`` (``a + 1``) keep parsed parameters too;
+- *few, small objects* (steps 3, 4): everything an op pushes lives until it has run, i.e. across
+  garbage collections while ops queue up, so the variable lists are tuples spelled out for the
+  usual arities and the pushed function is one ``_KernelCall`` with ``__slots__`` instead of a
+  closure over lists;
+- *early release* (step 5): ``_KernelCall`` drops its arrays once run, so their memory may be
+  freed even while the engine keeps the finished operation object around.
+
+Which one ``invoke`` (and ``parse_params``, ``invoke_name``, ``invoke_default``,
+``invoke_scalar``) is, is chosen once, at import, and by ``use_plain``: ``MXREF_PLAIN_PATHS=1``
+picks the plain paths, ``0`` the tuned ones; unset, pure mode (``MXREF_ENABLE_EXT=0``) picks the
+plain ones. Code outside this module must call them as ``imperative.invoke(...)``, never bind
+them with ``from .imperative import invoke``, or it would miss the switch.
 """
 from __future__ import annotations
 
 import math
+import os
 import threading
 from typing import Callable, List, Optional, Sequence
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
+from .._ext import loader as _loader
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..engine.base import FnProperty
@@ -30,8 +55,9 @@ from ..ops.registry import OpContext, OpDef
 from .chunk import Chunk
 from .ndarray import NDArray
 
-__all__ = ["invoke", "invoke_name", "invoke_plain", "invoke_scalar", "parse_params", "is_training",
-           "set_is_training", "set_record_hook"]
+__all__ = ["invoke", "invoke_name", "invoke_default", "invoke_scalar", "parse_params", "infer_outputs",
+           "check_out", "is_training", "set_is_training", "set_record_hook", "use_plain", "is_plain",
+           "plain_paths", "selected_paths"]
 
 _OPS = registry._OPS      # name -> OpDef; read directly to keep the per-call lookup to one dict access
 _KERNELS = registry._KERNELS
@@ -106,28 +132,35 @@ class _Plan:
                  "kernel", "kernel_dev", "kernels_seen")
 
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
-        names = op.list_inputs(params)
-        if len(shapes) != len(names):
-            raise MXNetError(f"operator {op.name} expects {len(names)} input(s) ({', '.join(names)}), "
-                             f"got {len(shapes)}")
-        try:
-            _, out_shapes = op.infer_shape(params, list(shapes))
-            _, out_dtypes = op.infer_type(params, list(dtypes))
-        except MXNetError as exc:
-            raise MXNetError(f"operator {op.name}: {exc} (input shapes {list(shapes)}, "
-                             f"dtypes {[d.name for d in dtypes]})") from None
-        for i, (s, t) in enumerate(zip(out_shapes, out_dtypes)):
-            if s is None or t is None or any(d < 0 for d in s):
-                raise MXNetError(f"operator {op.name}: cannot infer the shape/dtype of output {i} from "
-                                 f"input shapes {list(shapes)}")
-        self.out_shapes = [tuple(s) for s in out_shapes]
-        self.out_dtypes = list(out_dtypes)
-        self.out_nbytes = [math.prod(s) * t.itemsize for s, t in zip(self.out_shapes, self.out_dtypes)]
+        self.out_shapes, self.out_dtypes = out_shapes, out_dtypes = infer_outputs(op, params, shapes, dtypes)
+        self.out_nbytes = [math.prod(s) * t.itemsize for s, t in zip(out_shapes, out_dtypes)]
         self.mutate = op.mutate_inputs(params) if op._aux_states else ()
         self.num_visible = op.num_visible_outputs(params)
         self.req = _WRITE.get(len(out_shapes)) or ("write",) * len(out_shapes)
-        self.single = (self.out_shapes[0], self.out_dtypes[0]) if len(out_shapes) == 1 else None
+        self.single = (out_shapes[0], out_dtypes[0]) if len(out_shapes) == 1 else None
         self.kernel, self.kernel_dev, self.kernels_seen = None, None, -1
+
+
+def infer_outputs(op: OpDef, params: dict, shapes: Sequence[tuple], dtypes: Sequence) -> tuple:
+    """``(out_shapes, out_dtypes)`` of ``op`` on inputs of these shapes and dtypes (step 2).
+
+    Raises ``MXNetError`` naming the operator and the input shapes when the inputs are wrong.
+    """
+    names = op.list_inputs(params)
+    if len(shapes) != len(names):
+        raise MXNetError(f"operator {op.name} expects {len(names)} input(s) ({', '.join(names)}), "
+                         f"got {len(shapes)}")
+    try:
+        _, out_shapes = op.infer_shape(params, list(shapes))
+        _, out_dtypes = op.infer_type(params, list(dtypes))
+    except MXNetError as exc:
+        raise MXNetError(f"operator {op.name}: {exc} (input shapes {list(shapes)}, "
+                         f"dtypes {[d.name for d in dtypes]})") from None
+    for i, (s, t) in enumerate(zip(out_shapes, out_dtypes)):
+        if s is None or t is None or any(d < 0 for d in s):
+            raise MXNetError(f"operator {op.name}: cannot infer the shape/dtype of output {i} from "
+                             f"input shapes {list(shapes)}")
+    return [tuple(s) for s in out_shapes], list(out_dtypes)
 
 
 def _plan(op: OpDef, pkey, params: dict, inputs: Sequence[NDArray]) -> _Plan:
@@ -173,18 +206,17 @@ def invoke_name(name: str, inputs: List[NDArray], kwargs: dict, out=None, ctx=No
     return invoke(op, pkey, params, inputs, out, ctx)
 
 
-_plain_cache: dict = {}     # op name -> (op, default params)
+_default_cache: dict = {}   # op name -> (op, default params)
 _scalar_cache: dict = {}    # (op name, scalar type, scalar) -> (op, params)
 
 
-def invoke_plain(name: str, inputs: List[NDArray], out=None) -> List[NDArray]:
-    """``invoke`` without keyword arguments: ``a + b`` and ``a += b`` take this short path."""
-    entry = _plain_cache.get(name)
+def invoke_default(name: str, inputs: List[NDArray], out=None) -> List[NDArray]:
+    """``invoke`` with the op's default parameters: ``a + b`` and ``a += b`` take this short path."""
+    entry = _default_cache.get(name)
     if entry is None:
         op = _OPS.get(name) or registry.get(name)
-        entry = _plain_cache[name] = (op, op.parse_params({}))
+        entry = _default_cache[name] = (op, op.parse_params({}))
     return invoke(entry[0], name, entry[1], inputs, out)
-
 
 
 def invoke_scalar(name: str, x: NDArray, scalar, out=None) -> List[NDArray]:
@@ -203,6 +235,12 @@ def invoke_scalar(name: str, x: NDArray, scalar, out=None) -> List[NDArray]:
 def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
            ctx: Optional[Context] = None) -> List[NDArray]:
     """Push ``op`` on ``inputs`` and return its outputs (all of them, hidden ones included).
+
+    The tuned form of ``invoke_plain.invoke`` (same steps, same results). Where the steps of the
+    module docstring happen here: 1 before the call (``parse_params`` and the short paths), 2 in
+    ``_plan`` (cached per op, parameters, input shapes and dtypes), 3 and 4 below (tuples spelled
+    out for one output and one or two inputs; ``check_out`` for any other ``out=``), 5 in
+    ``_KernelCall.__call__`` (the kernel was looked up on the plan by ``_kernel``), 6 at the end.
 
     Parameters
     ----------
@@ -249,7 +287,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         outputs = [out]             # a += b: the common in-place case, already checked
         mutable_vars = (out._chunk.var,)
     else:
-        outputs = _check_out(op, plan, out, ctx)
+        outputs = check_out(op, out, plan.out_shapes, plan.out_dtypes, plan.num_visible, ctx)
         mutable_vars = tuple([o._chunk.var for o in outputs])
     n_in = len(inputs)
     if n_in == 1:
@@ -300,26 +338,101 @@ class _KernelCall:
                     data[:n], data[n:], self.req)
 
 
-def _check_out(op: OpDef, plan: _Plan, out, ctx) -> List[NDArray]:
+def check_out(op: OpDef, out, out_shapes, out_dtypes, num_visible: int, ctx: Context) -> List[NDArray]:
+    """The ``out=`` arrays after checking their number, shapes, dtypes and context (step 3), plus
+    new arrays for the hidden outputs the caller did not pass."""
     outs = [out] if isinstance(out, NDArray) else list(out)
-    if len(outs) != plan.num_visible and len(outs) != len(plan.out_shapes):
-        raise MXNetError(f"operator {op.name}: expected {plan.num_visible} output array(s) in out=, "
+    if len(outs) != num_visible and len(outs) != len(out_shapes):
+        raise MXNetError(f"operator {op.name}: expected {num_visible} output array(s) in out=, "
                          f"got {len(outs)}")
     for i, o in enumerate(outs):
         if not isinstance(o, NDArray):
             raise MXNetError(f"operator {op.name}: out= must hold NDArrays, got {type(o).__name__}")
-        if o._shape != plan.out_shapes[i]:
+        if o._shape != out_shapes[i]:
             raise MXNetError(f"operator {op.name}: out= array {i} has shape {o._shape}, but the result "
-                             f"has shape {plan.out_shapes[i]}")
-        if o._dtype != plan.out_dtypes[i]:
+                             f"has shape {out_shapes[i]}")
+        if o._dtype != out_dtypes[i]:
             raise MXNetError(f"operator {op.name}: out= array {i} has dtype {o._dtype.name}, but the "
-                             f"result has dtype {plan.out_dtypes[i].name}")
+                             f"result has dtype {out_dtypes[i].name}")
         if o._chunk.ctx != ctx:
             raise MXNetError(f"operator {op.name}: out= array {i} is on {o.context}, inputs on {ctx}")
-    if len(outs) < len(plan.out_shapes):
+    if len(outs) < len(out_shapes):
         # Hidden outputs the caller did not ask for still need somewhere to go.
         new_var = _engine_mod.get().new_variable
-        for s, t, n in zip(plan.out_shapes[len(outs):], plan.out_dtypes[len(outs):],
-                           plan.out_nbytes[len(outs):]):
-            outs.append(NDArray(Chunk(n, ctx, new_var()), s, t, 0))
+        for s, t in zip(out_shapes[len(outs):], out_dtypes[len(outs):]):
+            outs.append(NDArray(Chunk(math.prod(s) * t.itemsize, ctx, new_var()), s, t, 0))
     return outs
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuned or plain: which implementation the entry points above are (chosen once, not per call)
+# ---------------------------------------------------------------------------------------------
+
+_ENTRY_POINTS = ("parse_params", "invoke", "invoke_name", "invoke_default", "invoke_scalar")
+_TUNED = {name: globals()[name] for name in _ENTRY_POINTS}
+_plain_selected, _selected_by = False, "default"
+
+
+def is_plain() -> bool:
+    """Whether the plain reference paths (``invoke_plain.py``, ``autograd_plain.py``) are selected."""
+    return _plain_selected
+
+
+def selected_paths() -> str:
+    """Which paths run and why, for ``mxref.info()``: ``'tuned (default)'``, ``'plain (...)'``."""
+    return f"{'plain' if _plain_selected else 'tuned'} ({_selected_by})"
+
+
+def use_plain(flag: bool = True) -> bool:
+    """Select the plain reference paths (``True``) or the tuned ones; return the previous choice.
+
+    Rebinds this module's entry points, so the tuned ``invoke`` pays nothing for the switch;
+    ``autograd.backward`` and ``autograd.grad`` follow it too. Meant for tests and debugging,
+    between operations (not while other threads dispatch)::
+
+        old = imperative.use_plain(True)
+        try:
+            ...                       # every mx.nd call and backward takes the plain paths
+        finally:
+            imperative.use_plain(old)
+    """
+    return _select(flag, "imperative.use_plain")
+
+
+def _select(flag: bool, why: str) -> bool:
+    global _plain_selected, _selected_by
+    old, _plain_selected, _selected_by = _plain_selected, bool(flag), why
+    source = vars(_plain) if _plain_selected else _TUNED
+    globals().update({name: source[name] for name in _ENTRY_POINTS})
+    return old
+
+
+class plain_paths:  # noqa: N801 - used like a function: ``with plain_paths():``
+    """``with imperative.plain_paths():`` runs the block on the plain paths (``False``: tuned)."""
+
+    def __init__(self, flag: bool = True):
+        self._flag = flag
+
+    def __enter__(self) -> None:
+        self._old = use_plain(self._flag)
+
+    def __exit__(self, *exc) -> bool:
+        use_plain(self._old)
+        return False
+
+
+def plain_by_default() -> tuple:
+    """``(plain?, why)`` from the environment: ``MXREF_PLAIN_PATHS`` if set, else pure mode."""
+    flag = os.environ.get("MXREF_PLAIN_PATHS", "")
+    if flag in ("0", "1"):
+        return flag == "1", f"MXREF_PLAIN_PATHS={flag}"
+    if flag:
+        raise MXNetError(f"MXREF_PLAIN_PATHS must be 0 or 1, got {flag!r}")
+    if not _loader.ext_enabled():
+        return True, "pure mode: MXREF_ENABLE_EXT=0"
+    return False, "default"
+
+
+from . import invoke_plain as _plain  # noqa: E402 - it reads this module's hooks
+
+_select(*plain_by_default())

@@ -30,6 +30,10 @@ class NDArray:
     Reshapes and axis-0 basic slices (``a[1:3]``, ``a[2]``) are views: they share ``a``'s memory
     and engine variable, so writes through them change ``a`` and are ordered with its other uses.
     Other indexing returns a copy.
+
+    Every method is defined here, autograd's (``attach_grad``, ``backward``, ``detach``) included,
+    except the ones that only forward to an operator of the same name (``a.sum()``, ``a.exp()``),
+    which ``methods.py`` generates from the operator table when this module loads.
     """
 
     __slots__ = ("_chunk", "_shape", "_dtype", "_offset", "_np", "_ag", "_grad", "__weakref__")
@@ -96,6 +100,7 @@ class NDArray:
 
     @property
     def grad(self) -> Optional["NDArray"]:
+        """The gradient buffer ``attach_grad`` gave this array (``None`` before)."""
         return self._grad
 
     @property
@@ -148,6 +153,8 @@ class NDArray:
 
         _engine.get().push_sync(copy, target._chunk.ctx, (src._chunk.var,), (target._chunk.var,),
                                 name="_copyto")
+        if _imperative._record_hook is not None:
+            _record_view("_copy", self, target)
         return target
 
     def copy(self) -> "NDArray":
@@ -185,7 +192,10 @@ class NDArray:
         _, (new_shape,) = op.infer_shape(params, [self._shape])
         if math.prod(new_shape) != self.size:
             raise MXNetError(f"reshape: cannot reshape array of shape {self._shape} into {new_shape}")
-        return self._view(tuple(new_shape), self._offset)
+        out = self._view(tuple(new_shape), self._offset)
+        if _imperative._record_hook is not None:
+            _record_view("Reshape", self, out, shape=out._shape)
+        return out
 
     def reshape_like(self, other: "NDArray") -> "NDArray":
         return self.reshape(other.shape)
@@ -197,13 +207,20 @@ class NDArray:
             idx += n
         if not 0 <= idx < n:
             raise IndexError(f"index {idx} is out of bounds for axis 0 with size {n}")
+        if _imperative._record_hook is not None:
+            # Made of the two views autograd can record: a slice_axis and, below 1-D, a Reshape.
+            row = self._slice(idx, idx + 1)
+            return row if len(self._shape) == 1 else row.reshape(self._shape[1:])
         row = self._shape[1:] or (1,)
         row_bytes = math.prod(self._shape[1:]) * self._dtype.itemsize
         return self._view(row, self._offset + idx * row_bytes)
 
     def _slice(self, start: int, stop: int) -> "NDArray":
         row_bytes = math.prod(self._shape[1:]) * self._dtype.itemsize
-        return self._view((stop - start,) + self._shape[1:], self._offset + start * row_bytes)
+        out = self._view((stop - start,) + self._shape[1:], self._offset + start * row_bytes)
+        if _imperative._record_hook is not None:
+            _record_view("slice_axis", self, out, axis=0, begin=start, end=stop)
+        return out
 
     def __getitem__(self, key):
         if self.ndim == 0:
@@ -229,6 +246,28 @@ class NDArray:
         for i in range(len(self)):
             yield self._at(i)
 
+    # -- autograd (the work is done by mxref.autograd, imported when first needed) ----------
+    def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
+        """Give this array a zero gradient buffer (``self.grad``) and make it a variable for autograd.
+
+        ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null'.
+        """
+        if stype not in (None, "default"):
+            raise MXNetError(f"attach_grad: only stype='default' is supported, got {stype!r}")
+        from .. import autograd  # noqa: PLC0415 - an API facade: autograd sits above ndarray
+        from .utils import zeros  # noqa: PLC0415 - utils imports this module
+        autograd.mark_variables([self], [zeros(self._shape, self._chunk.ctx, self._dtype)], grad_req)
+
+    def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
+                 train_mode: bool = True) -> None:
+        """``autograd.backward([self], [out_grad], retain_graph, train_mode)``."""
+        from .. import autograd  # noqa: PLC0415 - an API facade: autograd sits above ndarray
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    def detach(self) -> "NDArray":
+        """The same values (shared memory), cut off from the recorded graph."""
+        return NDArray(self._chunk, self._shape, self._dtype, self._offset)
+
     # -- Python protocol -------------------------------------------------------------------
     def __repr__(self) -> str:
         shape_info = "x".join(str(d) for d in self._shape)
@@ -252,7 +291,7 @@ class NDArray:
     def _binary(self, other, elem: Optional[str], bcast: str, scalar: str, out=None):
         if isinstance(other, NDArray):
             name = elem if elem is not None and other._shape == self._shape else bcast
-            return _imperative.invoke_plain(name, [self, other], out)[0]
+            return _imperative.invoke_default(name, [self, other], out)[0]
         if isinstance(other, numeric_types):
             return _imperative.invoke_scalar(scalar, self, other, out)[0]
         return NotImplemented
@@ -341,6 +380,17 @@ class NDArray:
         return self._binary(o, None, "broadcast_lesser_equal", "_lesser_equal_scalar")
 
 
+def _record_view(op_name: str, x: NDArray, out: NDArray, **params) -> None:
+    """Offer a view made while some thread records to autograd's recorder, as the operator it
+    stands for (MXNet's ReshapeWithRecord / SliceWithRecord / AtWithRecord): views do not go
+    through ``invoke``, which offers every other result. The recorder ignores it unless this
+    thread records."""
+    hook = _imperative._record_hook
+    if hook is not None:
+        op = _imperative.registry.get(op_name)
+        hook(op, op.parse_params(params), [x], [out])
+
+
 def _nothing(run_ctx) -> None:
     """An empty write: pushed by ``wait_to_write`` to flush the readers queued before it."""
 
@@ -383,3 +433,4 @@ def _parse_context(text: str) -> Context:
 
 from . import imperative as _imperative  # noqa: E402 - needs NDArray defined
 from . import indexing as _indexing  # noqa: E402 - needs NDArray defined
+from . import methods as _methods  # noqa: E402, F401 - binds a.sum(), a.exp(), ... (operator methods)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..base import MXNetError, _Null
 from ..ops import registry
-from .imperative import invoke, parse_params
+from . import imperative as _imperative
 from .ndarray import NDArray
 from .register import _context_arg
 
@@ -21,8 +21,8 @@ def _run(op_name: str, inputs, out, ctx, kwargs) -> NDArray:
     ctx = _context_arg(ctx)
     if "ctx" in op.params and ctx is not None:
         kwargs["ctx"] = str(ctx)
-    pkey, params = parse_params(op, kwargs)
-    res = invoke(op, pkey, params, inputs, out, ctx)[0]
+    pkey, params = _imperative.parse_params(op, kwargs)
+    res = _imperative.invoke(op, pkey, params, inputs, out, ctx)[0]
     return out if out is not None else res
 
 

@@ -15,7 +15,7 @@ from ..base import MXNetError, _Null
 from ..context import Context
 from ..ops import registry
 from ..ops.registry import REQUIRED, OpDef
-from .imperative import invoke, parse_params
+from . import imperative as _imperative
 from .ndarray import NDArray, _parse_context
 
 __all__ = ["make_function", "populate", "namespace_of"]
@@ -93,10 +93,10 @@ def make_function(op: OpDef, func_name: str = None) -> Callable:
             inputs = list(args)       # the common case: inputs positionally, params by keyword
         else:
             named, lead = _split_arguments(op, arg_names, args, kwargs)
-        pkey, params = parse_params(op, kwargs)
+        pkey, params = _imperative.parse_params(op, kwargs)
         if named is not None:
             inputs = _bind_inputs(op, params, named, lead)
-        outputs = invoke(op, pkey, params, inputs, out, ctx)
+        outputs = _imperative.invoke(op, pkey, params, inputs, out, ctx)
         if out is not None:
             return out
         n = op.num_visible_outputs(params) if op._num_visible_outputs is not None else len(outputs)

@@ -10,7 +10,7 @@ import operator
 from typing import Callable, Optional
 
 from ..base import MXNetError, numeric_types
-from .imperative import invoke_name, invoke_scalar
+from . import imperative as _imperative
 from .ndarray import NDArray
 
 __all__ = ["add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum",
@@ -23,12 +23,12 @@ _EMPTY: dict = {}
 def _ufunc(lhs, rhs, bcast: str, scalar: str, rscalar: Optional[str], py: Callable, name: str):
     if isinstance(lhs, NDArray):
         if isinstance(rhs, NDArray):
-            return invoke_name(bcast, [lhs, rhs], _EMPTY)[0]
+            return _imperative.invoke_name(bcast, [lhs, rhs], _EMPTY)[0]
         if isinstance(rhs, numeric_types):
-            return invoke_scalar(scalar, lhs, rhs)[0]
+            return _imperative.invoke_scalar(scalar, lhs, rhs)[0]
     elif isinstance(lhs, numeric_types):
         if isinstance(rhs, NDArray):
-            return invoke_scalar(rscalar or scalar, rhs, lhs)[0]
+            return _imperative.invoke_scalar(rscalar or scalar, rhs, lhs)[0]
         if isinstance(rhs, numeric_types):
             return py(lhs, rhs)
     raise MXNetError(f"{name}: operands must be NDArrays or numbers, got {type(lhs).__name__} and "

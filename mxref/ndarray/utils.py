@@ -9,7 +9,7 @@ from .. import engine as _engine
 from ..base import MXNetError, normalize_dtype
 from ..context import Context, current_context
 from ..ops import registry
-from .imperative import invoke, parse_params
+from . import imperative as _imperative
 from .ndarray import NDArray, _empty, _from_numpy, _parse_context
 
 __all__ = ["array", "empty", "zeros", "ones", "full", "arange", "eye", "zeros_like", "ones_like",
@@ -46,8 +46,8 @@ def _create(op_name: str, ctx, out=None, **kwargs) -> NDArray:
     ctx = _ctx(ctx)
     if "ctx" in op.params:
         kwargs["ctx"] = str(ctx)
-    pkey, params = parse_params(op, kwargs)
-    return invoke(op, pkey, params, [], out, ctx)[0]
+    pkey, params = _imperative.parse_params(op, kwargs)
+    return _imperative.invoke(op, pkey, params, [], out, ctx)[0]
 
 
 def array(source_array, ctx: Optional[Context] = None, dtype=None) -> NDArray:

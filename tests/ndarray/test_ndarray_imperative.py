@@ -191,6 +191,7 @@ def test_training_flag_and_record_hook(any_engine):
     assert seen == [("elemwise_add", 2, 1), ("_test_nd_scale", 1, 1)]
 
 
+@pytest.mark.usefixtures("tuned_paths")
 def test_param_cache_distinguishes_value_types():
     """Equal-hashing values of different types (1, 1.0) are cached under different keys."""
     op = registry.get("_test_nd_scale")
@@ -217,6 +218,7 @@ def test_ufunc_helpers_take_arrays_or_numbers(any_engine):
         mx.nd.add(a, "x")
 
 
+@pytest.mark.usefixtures("tuned_paths")
 def test_pushed_function_drops_its_arrays_once_run(any_engine):
     """The op holds its input and output arrays only until it has run (the engine may keep the
     finished op object around a while); inputs given as a tuple work the same."""
