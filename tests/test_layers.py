@@ -30,7 +30,8 @@ LAYERS: Dict[str, int] = {
     # 4: arrays that run operators, and the passes over graphs of operators
     "ndarray": 4, "passes": 4, "random": 4,
     # 5: the two front ends' cores: Symbol, autograd, custom operators
-    "symbol": 5, "autograd": 5, "autograd_function": 5, "autograd_plan": 5, "operator": 5,
+    "symbol": 5, "autograd": 5, "autograd_plain": 5, "autograd_function": 5, "autograd_plan": 5,
+    "operator": 5,
     # 6: running graphs, and the training pieces that only need arrays
     "executor": 6, "executor_plan": 6, "cached_op": 6, "initializer": 6, "optimizer": 6,
     "lr_scheduler": 6, "metric": 6, "io": 6, "data": 6, "visualization": 6, "test_utils": 6, "op_check": 6,
@@ -47,6 +48,7 @@ LAYERS: Dict[str, int] = {
 FACADES: Dict[Tuple[str, str], str] = {
     ("mxref/symbol/symbol.py", "executor"): "Symbol.bind / simple_bind build an Executor",
     ("mxref/context.py", "storage"): "Context.empty_cache releases that context's pool",
+    ("mxref/ndarray/ndarray.py", "autograd"): "NDArray.attach_grad / backward hand over to autograd",
 }
 
 # The ground floor is stricter: graph/ imports nothing but mxref.base, not even lazily.

@@ -21,6 +21,7 @@ import pytest
 
 import mxref as mx
 from mxref import autograd as ag
+from mxref._ext import switch
 from mxref import autograd_plain, nd
 from mxref.ndarray import imperative, invoke_plain
 from mxref.ndarray.ndarray import NDArray
@@ -241,12 +242,18 @@ def test_use_plain_rebinds_the_entry_points_and_restores_them():
                                       ({"MXREF_ENABLE_EXT": "0"}, True),
                                       ({"MXREF_ENABLE_EXT": "0", "MXREF_PLAIN_PATHS": "0"}, False)])
 def test_environment_selects_the_paths(monkeypatch, env, want):
-    """``MXREF_PLAIN_PATHS`` decides when set; unset, pure mode picks the plain paths."""
+    """``MXREF_PLAIN_PATHS`` decides when set; unset, pure mode picks the plain paths. Pure mode is
+    the one switch's state, which ``MXREF_ENABLE_EXT=0`` sets once, at import: set it here as that
+    would (``test_info.py`` checks a fresh ``MXREF_ENABLE_EXT=0`` process end to end)."""
     monkeypatch.delenv("MXREF_PLAIN_PATHS", raising=False)
     monkeypatch.delenv("MXREF_ENABLE_EXT", raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    assert imperative.plain_by_default()[0] is want
+    old = switch.set_reference_only(env.get("MXREF_ENABLE_EXT") == "0", switch.ENV_REASON)
+    try:
+        assert imperative.plain_by_default()[0] is want
+    finally:
+        switch.set_reference_only(*old)
 
 
 def test_a_bad_value_is_an_error(monkeypatch):

@@ -46,7 +46,7 @@ from typing import Callable, List, Optional, Sequence
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
-from .._ext import loader as _loader
+from .._ext import switch as _switch
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..engine.base import FnProperty
@@ -422,14 +422,15 @@ class plain_paths:  # noqa: N801 - used like a function: ``with plain_paths():``
 
 
 def plain_by_default() -> tuple:
-    """``(plain?, why)`` from the environment: ``MXREF_PLAIN_PATHS`` if set, else pure mode."""
+    """``(plain?, why)``: ``MXREF_PLAIN_PATHS`` if set, else pure mode (the one switch of
+    ``mxref/_ext/switch.py`` set to reference only, as ``MXREF_ENABLE_EXT=0`` sets it at import)."""
     flag = os.environ.get("MXREF_PLAIN_PATHS", "")
     if flag in ("0", "1"):
         return flag == "1", f"MXREF_PLAIN_PATHS={flag}"
     if flag:
         raise MXNetError(f"MXREF_PLAIN_PATHS must be 0 or 1, got {flag!r}")
-    if not _loader.ext_enabled():
-        return True, "pure mode: MXREF_ENABLE_EXT=0"
+    if _switch.reference_only():
+        return True, f"pure mode: {_switch.reason()}"
     return False, "default"
 
 
