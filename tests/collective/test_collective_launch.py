@@ -12,7 +12,7 @@ import pytest
 from mxref.tools import launch
 
 ROOT = Path(__file__).resolve().parents[2]
-PROG = ROOT / "tests/dist/collective_robust_prog.py"
+PROG = ROOT / "tests/mpi_programs/collective_robust_prog.py"
 
 
 def launch_run(args, env=None, timeout=120):

@@ -17,6 +17,6 @@ def mpirun(n, script, timeout=90, *args):
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_ring_tree_and_broadcast_match_mpi(n):
     """Every op, dtype and odd size equals MPI.Allreduce byte for byte; mismatches name the ranks."""
-    proc = mpirun(n, ROOT / "tests/dist/collective_mpi_check.py")
+    proc = mpirun(n, ROOT / "tests/mpi_programs/collective_mpi_check.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted(re.findall(r"rank (\d+) OK", proc.stdout)) == [str(r) for r in range(n)]

@@ -134,14 +134,14 @@ def _assert_ok(proc, n):
 def test_closed_forms_under_mpiexec(n, engine_type):
     """Plain mpiexec, no server ranks (MXREF_NUM_SERVERS=1 is ignored): closed forms over int and
     str keys, two contexts, prioritized pushes, and a local SGD optimizer."""
-    _assert_ok(_mpiexec(n, "tests/dist/kv_allreduce.py", MXREF_NUM_SERVERS=1, EXPECT_WORKERS=n,
+    _assert_ok(_mpiexec(n, "tests/mpi_programs/kv_allreduce.py", MXREF_NUM_SERVERS=1, EXPECT_WORKERS=n,
                         MXNET_ENGINE_TYPE=engine_type), n)
 
 
 @needs_mpi
 def test_closed_forms_under_the_robust_launcher():
     """The same script on the robust collective engine (TCP, tracker), started by the launcher."""
-    _assert_ok(_robust(3, "tests/dist/kv_allreduce.py", EXPECT_WORKERS=3), 3)
+    _assert_ok(_robust(3, "tests/mpi_programs/kv_allreduce.py", EXPECT_WORKERS=3), 3)
 
 
 @needs_mpi
@@ -149,7 +149,7 @@ def test_closed_forms_under_the_robust_launcher():
 def test_module_and_trainer_equal_one_process(n):
     """Module.fit and gluon.Trainer over the store end with the weights of one process that
     trains on the whole batch (checked by every worker)."""
-    _assert_ok(_mpiexec(n, "tests/dist/kv_allreduce_train.py"), n)
+    _assert_ok(_mpiexec(n, "tests/mpi_programs/kv_allreduce_train.py"), n)
 
 
 @needs_mpi

@@ -12,8 +12,8 @@ import mxref as mx
 
 MPI = pytest.importorskip("mpi4py.MPI", reason="needs mpi4py")
 
-from mxref.kvstore.dist.comm import Cmd, Comm  # noqa: E402
-from mxref.kvstore.dist.roles import Roles  # noqa: E402
+from mxref.kvstore.ps.comm import Cmd, Comm  # noqa: E402
+from mxref.kvstore.ps.roles import Roles  # noqa: E402
 
 ROLES = Roles(0, 2, 1)      # this process plays server 0; its replies come from "MPI rank 0"
 
@@ -88,9 +88,9 @@ def test_failed_thread_fails_every_waiter(echo):
 
 def test_create_outside_mpiexec_explains(monkeypatch):
     """A dist store in a lone process (no mpiexec) is refused with how to start the job."""
-    from mxref.kvstore import dist
+    from mxref.kvstore import ps
     monkeypatch.delenv("MXREF_NUM_SERVERS", raising=False)
     with pytest.raises(mx.MXNetError, match=r"1 MPI process\(es\) cannot hold 1 server.*mpiexec -n W\+S"):
-        dist.create("dist_sync")
+        ps.create("dist_sync")
     with pytest.raises(mx.MXNetError, match="bad staleness"):
-        dist.DistSSPKVStore._staleness(None, "dist_ssp:x")
+        ps.DistSSPKVStore._staleness(None, "dist_ssp:x")

@@ -1,4 +1,4 @@
-"""The dist kvstore under mpiexec: each script in tests/dist checks closed forms on every rank.
+"""The dist kvstore under mpiexec: each script in tests/mpi_programs checks closed forms on every rank.
 
 Every job runs on loopback only, in a subprocess with a hard timeout, so a hang fails the test
 instead of the CI run; the tests skip when mpi4py or mpiexec is missing.
@@ -11,7 +11,7 @@ import time
 import pytest
 from mpi_support import MPIEXEC, ROOT, loopback_env, needs_mpi
 
-SCRIPTS = ROOT / "tests" / "dist"
+SCRIPTS = ROOT / "tests" / "mpi_programs"
 
 pytestmark = needs_mpi
 

@@ -11,9 +11,9 @@ import pytest
 
 import mxref as mx
 from mxref.kvstore.compression import GradientCompression
-from mxref.kvstore.dist.comm import Cmd, Message
-from mxref.kvstore.dist.roles import assign_roles
-from mxref.kvstore.dist.server import Server
+from mxref.kvstore.ps.comm import Cmd, Message
+from mxref.kvstore.ps.roles import assign_roles
+from mxref.kvstore.ps.server import Server
 
 KEY = (0, "w", 0)
 W1, W2, W3 = 1, 2, 3            # MPI ranks of workers 0, 1, 2 (one server: rank 0)

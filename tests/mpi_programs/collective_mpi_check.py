@@ -1,6 +1,6 @@
 """Run under mpiexec: the mpi engine's ring and tree allreduce and broadcast against MPI's own.
 
-    mpiexec -launcher fork -iface lo -n 4 python tests/dist/collective_mpi_check.py
+    mpiexec -launcher fork -iface lo -n 4 python tests/mpi_programs/collective_mpi_check.py
 Prints ``rank R OK`` per rank and exits non-zero on the first disagreement.
 """
 import sys
