@@ -1,4 +1,4 @@
-"""The one thread per process that owns the process's ``Link``: it sends, receives and times out kvstore messages.
+"""The one thread per process that owns its ``Link``: it sends, receives and times out kvstore messages.
 
 Every other thread (engine workers, the server's update threads, the main thread) hands it work
 through a queue and is called back when the answer arrives; nothing else touches the link, so
