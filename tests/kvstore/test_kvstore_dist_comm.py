@@ -102,4 +102,4 @@ def test_create_outside_mpiexec_explains(monkeypatch):
     with pytest.raises(mx.MXNetError, match=r"1 MPI process\(es\) cannot hold 1 server.*mpiexec -n W\+S"):
         ps.create("dist_sync")
     with pytest.raises(mx.MXNetError, match="bad staleness"):
-        ps.DistSSPKVStore._staleness(None, "dist_ssp:x")
+        ps.create("dist_ssp:x")

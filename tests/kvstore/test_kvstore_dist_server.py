@@ -48,9 +48,11 @@ def server():
 
 
 def init(srv, mode, tau=0, value=None):
+    """INIT of KEY under the consistency model ``dist_<mode>`` (ssp takes ``tau``)."""
     value = np.zeros(4, np.float32) if value is None else value
-    srv.handle(message(W1, Cmd.INIT, meta={"shape": (4,), "dtype": "<f4", "mode": mode, "tau": tau},
-                       data=value))
+    options = {"tau": tau} if mode == "ssp" else {}
+    srv.handle(message(W1, Cmd.INIT, meta={"shape": (4,), "dtype": "<f4", "mode": f"dist_{mode}",
+                                           "options": options}, data=value))
     assert srv.comm.take() == [(W1, Cmd.REPLY, 1, None, None)]
 
 
@@ -86,7 +88,7 @@ def test_sync_round_counts_workers_not_requests(server):
     assert [m[:3] for m in server.comm.take()] == [(W1, Cmd.REPLY, 1), (W2, Cmd.REPLY, 1),
                                                   (W3, Cmd.REPLY, 1)]
     assert (stored(server) == 6).all()
-    assert server._parts[KEY].contrib == {W1}      # the early push opened round two
+    assert server._parts[KEY].model.contrib == {W1}      # the early push opened round two
 
 
 def test_finished_worker_stops_counting(server):

@@ -11,6 +11,7 @@ class Async(Consistency):
     (The file is not called ``async.py``: ``async`` is a Python keyword and could not be imported.)
     """
     needs_updater = True
+    capabilities = frozenset({"async"})
 
     def push(self, msg, active: set) -> None:
         self.part.apply(self.part.gradient(msg), replace=False)

@@ -72,11 +72,15 @@ class Consistency:
         go through an optimizer; replacing the value by one worker's gradient means nothing).
     snapshot_pulls : bool
         The value may change while a pull's reply is being sent, so pulls copy it first.
+    capabilities : frozenset
+        What worker stores using this model add to ``is_capable`` (``KVStore.CAPABILITIES``):
+        ``'synchronous'`` (each update sums one push of every worker), ``'async'``.
     """
     name: ClassVar[str] = ""
     aliases: ClassVar[Tuple[str, ...]] = ()
     needs_updater: ClassVar[bool] = False
     snapshot_pulls: ClassVar[bool] = True
+    capabilities: ClassVar[frozenset] = frozenset()
 
     def __init__(self, part: PartContext, workers: Sequence[int], **options) -> None:
         if options:

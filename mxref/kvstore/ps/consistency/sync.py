@@ -21,6 +21,7 @@ class Sync(Consistency):
     round closes waits for the next round, so a round never counts one worker twice.
     """
     snapshot_pulls = False
+    capabilities = frozenset({"synchronous"})
 
     def __init__(self, part, workers, **options) -> None:
         super().__init__(part, workers, **options)
