@@ -1,9 +1,12 @@
-"""The distributed kvstore: a parameter server over MPI (``dist_sync``, ``dist_async``, ``dist_ssp``).
+"""The distributed kvstores: a parameter server (``dist_sync``, ``dist_async``, ``dist_ssp``) and allreduce.
 
-Layout: ``roles.py`` (which MPI ranks serve), ``placement.py`` (keys to servers by size),
-``comm.py`` (the one thread per process that owns MPI), ``server.py`` (merge, update, consistency),
-``worker.py`` (the store types). ``docs/architecture/kvstore_dist.md`` describes the protocol.
-``allreduce.py`` holds ``dist_sync_allreduce``, which has no servers (``mxref.collective``).
+Layout: ``roles.py`` (which ranks serve), ``placement.py`` (keys to servers by size),
+``comm.py`` (the one thread per process that owns its ``Link``), ``server.py`` (store, merge,
+update), ``consistency/`` (the models, one file each, registered by name), ``worker.py`` (the
+store types and the per-worker runtime), ``inprocess.py`` (a whole job as threads of one
+process). ``docs/architecture/kvstore_dist.md`` describes the protocol. ``allreduce.py`` holds
+``dist_sync_allreduce``, which has no servers (``mxref.collective``). Both speak through the
+``Link`` of ``mxref.collective.base`` (MPI, TCP or in-process).
 """
 from .allreduce import AllreduceKVStore
 from .placement import Part, Placement

@@ -15,13 +15,16 @@ One key on a worker (MXNet's ``KVStoreDist``)::
 
 Because both ops write comm_buf, a pull waits for the acknowledgement of the push before it, and
 a push for the pull before it: that one engine dependency is the whole worker-side consistency
-logic. The acknowledgement itself carries the model (``server.py``): after the whole round in
-``dist_sync``, at once in ``dist_async``, within ``tau`` clocks of the slowest in ``dist_ssp``.
+logic. The acknowledgement itself carries the model (``consistency/``, applied by the servers):
+after the whole round in ``dist_sync``, at once in ``dist_async``, within ``tau`` clocks of the
+slowest in ``dist_ssp``. A store's type name picks the model from the registry, so a newly
+registered model needs no store class of its own.
 
 ``init``: worker 0 sends the values; then all workers meet at a barrier. ``set_optimizer``:
 worker 0 pickles the updater to every server, then a barrier. At exit each worker waits for its
 engine, sends ``DONE`` to every server and stops its communication thread; a worker dying from
-an uncaught exception aborts the whole MPI job instead, so nobody waits for it.
+an uncaught exception aborts the whole MPI job instead, so nobody waits for it. (In an in-process
+job, ``inprocess.py``, each worker thread does the same when its function returns or raises.)
 """
 from __future__ import annotations
 
