@@ -103,3 +103,22 @@ def test_create_outside_mpiexec_explains(monkeypatch):
         ps.create("dist_sync")
     with pytest.raises(mx.MXNetError, match="bad staleness"):
         ps.create("dist_ssp:x")
+
+
+def test_link_failure_fails_every_request_in_flight():
+    """When the link itself fails (here a peer of an in-process world died), every request in
+    flight and every later one fails at once with the link's kind and this process's name."""
+    world = LocalWorld(2, timeout=30)
+    comm = Comm(LocalLink(world, 0), ROLES).start()
+    try:
+        callback, done, results = wait_all(3)
+        for i in range(3):
+            comm.request(1, Cmd.PULL, ("k", i), callback=callback, timeout=60)
+        world.fail(1)
+        assert done.wait(20)
+        assert all(msg is None and "communication (in-process) failed on server 0 (MPI rank 0)" in str(err)
+                   for msg, err in results), results
+        with pytest.raises(mx.MXNetError, match="communication .in-process. failed"):
+            comm.call([1], Cmd.PULL, "w", timeout=10)
+    finally:
+        comm.stop()
