@@ -47,17 +47,22 @@ def test_in_process_link_contract():
     run_pair(lambda rank: LocalLink(world, rank))
 
 
-def test_tcp_link_contract():
-    """The robust engine's socket link, both ranks meeting at a tracker on 127.0.0.1."""
+def run_tcp_pair(fn):
+    """``run_pair`` over two socket links that met at a tracker on 127.0.0.1."""
     tracker = Tracker(2, out=io.StringIO()).start()
     try:
         def make(rank):
             link = SocketLink((tracker.host, tracker.port), rank, 2, timeout=30)
             link.reconnect()
             return link
-        run_pair(make)
+        run_pair(make, fn)
     finally:
         tracker.close()
+
+
+def test_tcp_link_contract():
+    """The robust engine's socket link, both ranks meeting at a tracker on 127.0.0.1."""
+    run_tcp_pair(check_link)
 
 
 @needs_mpi
@@ -84,22 +89,13 @@ def test_in_process_size_mismatch_and_failed_peer():
 
 def test_tcp_size_mismatch_is_an_error():
     """Framed TCP messages carry their size: a receive of another size is refused, not misread."""
-    tracker = Tracker(2, out=io.StringIO()).start()
-    try:
-        def make(rank):
-            link = SocketLink((tracker.host, tracker.port), rank, 2, timeout=30)
-            link.reconnect()
-            return link
-
-        def fn(link):
-            if link.rank == 0:
-                link.send(1, np.zeros(3))
-                link.recv(1, np.zeros(1))      # rank 1 says it is done
-            else:
-                with pytest.raises(MXNetError, match="expected 16 bytes with tag 0 from rank 0, got 24"):
-                    link.recv(0, np.zeros(2))
-                link._reader.clear()
-                link.send(0, np.zeros(1))
-        run_pair(make, fn)
-    finally:
-        tracker.close()
+    def fn(link):
+        if link.rank == 0:
+            link.send(1, np.zeros(3))
+            link.recv(1, np.zeros(1))      # rank 1 says it is done
+        else:
+            with pytest.raises(MXNetError, match="expected 16 bytes with tag 0 from rank 0, got 24"):
+                link.recv(0, np.zeros(2))
+            link._reader.clear()
+            link.send(0, np.zeros(1))
+    run_tcp_pair(fn)

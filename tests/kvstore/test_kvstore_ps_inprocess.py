@@ -7,6 +7,8 @@ unequal batch counts, compression and ``set_optimizer`` are checked here in mill
 worker checks a closed form on its own; where a test needs an order between workers it uses
 events, never sleeps. Each job has a hard timeout; both engines run everything.
 """
+import importlib.util
+import pathlib
 import threading
 
 import numpy as np
@@ -17,6 +19,15 @@ from mxref import kvstore
 from mxref.kvstore.ps.inprocess import run_job
 
 pytestmark = pytest.mark.timeout(120)
+PROGRAMS = pathlib.Path(__file__).resolve().parents[1] / "mpi_programs"
+
+
+def program(name):
+    """A script of tests/mpi_programs as a module: its ``main()`` runs unchanged on a worker thread."""
+    spec = importlib.util.spec_from_file_location(f"mpi_program_{name}", PROGRAMS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(autouse=True)
@@ -110,23 +121,9 @@ def test_ssp_pulls_are_at_most_tau_stale(name, tau, monkeypatch):
 
 
 def test_unequal_batches_do_not_hang():
-    """Worker r runs 3 + 2r steps; finished workers stop counting, so each round sums the
-    pushes of the workers still running."""
-    def steps(v):
-        return 3 + 2 * v
-
-    def work():
-        kv = kvstore.create("dist_sync")
-        n, r = kv.num_workers, kv.rank
-        kv.init("g", mx.nd.zeros((6,)))
-        out = mx.nd.zeros((6,))
-        for t in range(steps(r)):
-            kv.push("g", mx.nd.ones((6,)) * (r + 1))
-            kv.pull("g", out=out)
-            want = sum(v + 1 for v in range(n) if steps(v) > t)
-            assert (out.asnumpy() == want).all(), (t, out.asnumpy(), want)
-        return steps(r)
-    assert run_job(work, 3) == [3, 5, 7]
+    """tests/mpi_programs/kv_unequal.py, in threads: worker r runs 3 + 2r steps; finished workers
+    stop counting, so each round sums the pushes of the workers still running."""
+    assert run_job(program("kv_unequal").main, 3) == [None] * 3
 
 
 def test_round_timeout_names_the_worker_that_did_not_push(monkeypatch):
@@ -171,33 +168,10 @@ def test_barrier_timeout_names_who_did_not_arrive(monkeypatch):
 
 
 def test_compressed_pushes_match_a_numpy_reference(monkeypatch):
-    """2-bit pushes (threshold 0.5, residual per worker) sum to the reference, split array too."""
+    """tests/mpi_programs/kv_compress.py, in threads: 2-bit pushes (threshold 0.5, a residual per
+    worker) sum to a numpy reference, the split array too."""
     monkeypatch.setenv("MXNET_KVSTORE_BIGARRAY_BOUND", "1000")
-    T, shape = 0.5, (3, 700)
-
-    def grad(v, t):
-        return np.random.RandomState(100 * v + t).uniform(-1.2, 1.2, shape).astype(np.float32)
-
-    def reference(g, residual):
-        residual += g
-        sent = np.where(residual >= T, T, np.where(residual <= -T, -T, 0)).astype(np.float32)
-        residual -= sent
-        return sent
-
-    def work():
-        kv = kvstore.create("dist_sync")
-        n, r = kv.num_workers, kv.rank
-        kv.set_gradient_compression({"type": "2bit", "threshold": T})
-        kv.init("c", mx.nd.zeros(shape))
-        residuals = [np.zeros(shape, np.float32) for _ in range(n)]
-        out = mx.nd.zeros(shape)
-        for t in range(3):
-            kv.push("c", mx.nd.array(grad(r, t)))
-            kv.pull("c", out=out)
-            want = sum(reference(grad(v, t), residuals[v]) for v in range(n))
-            assert np.array_equal(out.asnumpy(), want), t
-        return len(kv.placement["c"])
-    assert run_job(work, 3, 2) == [2, 2, 2]
+    assert run_job(program("kv_compress").main, 3, 2) == [None] * 3
 
 
 def test_set_optimizer_needs_a_picklable_updater():
