@@ -38,6 +38,14 @@ class MPILink(Link):
         self._byte = MPI.BYTE
         self._status = MPI.Status()
 
+    def require_serialized(self, who: str) -> None:
+        """Refuse to run when MPI allows calls from one thread only (``who`` uses another thread)."""
+        MPI = self._MPI
+        if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
+            raise MXNetError(f"{who} needs MPI initialised with at least MPI_THREAD_SERIALIZED (got "
+                             f"level {MPI.Query_thread()}); do not set mpi4py.rc.thread_level below "
+                             "'serialized'")
+
     def _msg(self, buf: np.ndarray):
         return [as_bytes(buf), self._byte]
 

@@ -177,3 +177,10 @@ def test_barrier_counts_active_workers(server):
     assert [m[:3] for m in server.comm.take()] == [(W3, Cmd.REPLY, 6), (W1, Cmd.REPLY, 4),
                                                   (W2, Cmd.REPLY, 5)]
     assert all(q.get_nowait() == ("done", W3) for q in server._shards)
+
+
+def test_init_naming_an_unknown_model_is_refused(server):
+    """A key part's INIT names its consistency model; one this server does not know fails."""
+    with pytest.raises(mx.MXNetError, match="unknown consistency model 'dist_nope'"):
+        server.handle(message(W1, Cmd.INIT, meta={"shape": (4,), "dtype": "<f4", "mode": "dist_nope",
+                                                  "options": {}}, data=np.zeros(4, np.float32)))
