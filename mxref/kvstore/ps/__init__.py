@@ -3,10 +3,10 @@
 Layout: ``roles.py`` (which ranks serve), ``placement.py`` (keys to servers by size),
 ``comm.py`` (the one thread per process that owns its ``Link``), ``server.py`` (store, merge,
 update), ``consistency/`` (the models, one file each, registered by name), ``worker.py`` (the
-store types and the per-worker runtime), ``inprocess.py`` (a whole job as threads of one
-process). ``docs/architecture/kvstore_dist.md`` describes the protocol. ``allreduce.py`` holds
-``dist_sync_allreduce``, which has no servers (``mxref.collective``). Both speak through the
-``Link`` of ``mxref.collective.base`` (MPI, TCP or in-process).
+store types), ``runtime.py`` (a worker's role, link and thread), ``inprocess.py`` (a whole job
+as threads of one process). ``docs/architecture/kvstore_dist.md`` describes the protocol.
+``allreduce.py`` holds ``dist_sync_allreduce``, which has no servers (``mxref.collective``).
+Both speak through the ``Link`` of ``mxref.collective.base`` (MPI, TCP or in-process).
 """
 from .allreduce import AllreduceKVStore
 from .placement import Part, Placement

@@ -24,8 +24,8 @@ from typing import Any, Callable, Dict, List
 from ...base import MXNetError
 from ...collective.local_engine import LocalLink, LocalWorld, PeerFailed
 from .roles import assign_roles
+from .runtime import Runtime, bind_runtime
 from .server import Server
-from .worker import Runtime, bind_runtime
 
 __all__ = ["run_job", "ThreadRuntime"]
 
