@@ -6,12 +6,11 @@ engine, which runs each op on the pushing thread, so each rank's ops reach its o
 Jobs run on loopback only, in a subprocess with a hard timeout.
 """
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
-from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
+from mpi_support import loopback_env, mpiexec, needs_mpi, run_reporting
 
 import mxref as mx
 from mxref import collective, engine
@@ -108,8 +107,7 @@ def test_store_updates_on_workers_and_refuses_compression(naive):
 
 
 def _run(cmd, timeout, **env):
-    return subprocess.run(cmd, env=loopback_env(**env), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return run_reporting(cmd, timeout, loopback_env(**env))
 
 
 def _mpiexec(n, *program, timeout=90, **env):
@@ -125,7 +123,7 @@ def _robust(n, *program, timeout=90, **env):
 def _assert_ok(proc, n):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.stdout)) == \
+    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.reports)) == \
         [(str(r), str(n)) for r in range(n)], out
 
 

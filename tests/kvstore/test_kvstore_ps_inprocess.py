@@ -9,6 +9,7 @@ events, never sleeps. Each job has a hard timeout; both engines run everything.
 """
 import importlib.util
 import pathlib
+import sys
 import threading
 
 import numpy as np
@@ -24,6 +25,8 @@ PROGRAMS = pathlib.Path(__file__).resolve().parents[1] / "mpi_programs"
 
 def program(name):
     """A script of tests/mpi_programs as a module: its ``main()`` runs unchanged on a worker thread."""
+    if str(PROGRAMS) not in sys.path:
+        sys.path.insert(0, str(PROGRAMS))       # the scripts import their folder's report.py
     spec = importlib.util.spec_from_file_location(f"mpi_program_{name}", PROGRAMS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

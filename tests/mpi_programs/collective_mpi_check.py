@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
+from report import report
 
 from mxref import collective
 from mxref.base import MXNetError
@@ -73,7 +74,7 @@ def main():
             except MXNetError as exc:
                 assert "disagree" in str(exc) and "dtype=int32" in str(exc), str(exc)
         collective.finalize()
-    print(f"rank {rank} OK", flush=True)
+    report(f"rank {rank} OK")
 
 
 main()
