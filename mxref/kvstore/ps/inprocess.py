@@ -37,6 +37,13 @@ class ThreadRuntime(Runtime):
     may be a sync push waiting for this very worker's ``DONE``: a deadlock until the timeout.
     """
 
+    def __init__(self, roles, link):
+        super().__init__(roles, link)
+        self.stores: list = []
+
+    def adopt(self, store) -> None:
+        self.stores.append(store)
+
     def drain(self) -> None:
         for store in self.stores:
             for buf in list(store._store.values()):

@@ -36,12 +36,14 @@ class Runtime:
         self.comm: Optional[Comm] = None
         self.next_store_id = 0
         self.closed = False
-        self.stores: List["DistKVStore"] = []
 
     def start_worker(self) -> Comm:
         if self.comm is None:
             self.comm = Comm(self.link, self.roles).start()
         return self.comm
+
+    def adopt(self, store: "DistKVStore") -> None:
+        """A store of this worker was made (a runtime that drains per store keeps it)."""
 
     def servers(self) -> List[int]:
         return [self.roles.server_mpi_rank(s) for s in range(self.roles.num_servers)]

@@ -54,7 +54,6 @@ class _KeyPart(PartContext):
         self.stored = nd.empty(shape, dtype=dtype)     # the value, an NDArray for updaters
         self.merged_nd = nd.empty(shape, dtype=dtype)  # the round's sum / the arriving gradient
         self.nbytes = self.stored.size * self.stored._dtype.itemsize
-        self.compressed = False
         self.model: Consistency = get_consistency(mode)(self, workers, **options)
 
     # -- what the model may ask (PartContext) -----------------------------------------------------

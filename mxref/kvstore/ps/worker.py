@@ -93,7 +93,7 @@ class DistKVStore(LocalKVStore):
         self._comm = rt.start_worker()
         self._sid = rt.next_store_id
         rt.next_store_id += 1
-        rt.stores.append(self)
+        rt.adopt(self)
         self._model: type = model
         self._options = options
         self._placement = Placement(rt.roles.num_servers)
