@@ -25,7 +25,7 @@ test-pure: build
 	MXREF_ENABLE_EXT=0 $(BIN)/python -m pytest -q
 
 lint: $(BIN)/.installed
-	$(BIN)/pip install -q ruff && $(BIN)/ruff check mxref tests benchmarks examples
+	$(BIN)/pip install -q ruff && $(BIN)/ruff check .
 
 clean:
 	rm -rf build $(VENV) mxref/_ext/*.so mxref/_ext/*.c

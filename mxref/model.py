@@ -138,6 +138,13 @@ def _create_kvstore(kvstore, num_device: int, arg_params: Dict[str, nd.NDArray])
     return kv, update_on_kvstore
 
 
+def _is_capable(kv, capability: str) -> bool:
+    """``kv.is_capable(capability)``; False for stores that do not know the name (duck-typed
+    stores without ``is_capable`` are taken to run an optimizer and nothing more)."""
+    from .kvstore.base import is_capable  # noqa: PLC0415 - kvstore is imported only when used
+    return is_capable(kv, capability)
+
+
 def _initialize_kvstore(kvstore, param_arrays: List[List[nd.NDArray]], arg_params: Dict[str, nd.NDArray],
                         param_names: List[str], update_on_kvstore: bool) -> None:
     """Store every parameter's initial value; with ``update_on_kvstore`` also copy it to each device."""
@@ -147,9 +154,9 @@ def _initialize_kvstore(kvstore, param_arrays: List[List[nd.NDArray]], arg_param
             kvstore.broadcast(name, arg_params[name], out=param_on_devs)
             continue
         kvstore.init(name, arg_params[name])
-        # An allreduce store broadcasts rank 0's value at init; pull it so every worker starts
-        # from the same weights even when updates run on the workers.
-        if update_on_kvstore or getattr(kvstore, "type", "") == "dist_sync_allreduce":
+        # A store that broadcasts rank 0's value at init (``init_broadcast``, the allreduce store):
+        # pull it so every worker starts from the same weights even when updates run on workers.
+        if update_on_kvstore or _is_capable(kvstore, "init_broadcast"):
             kvstore.pull(name, out=param_on_devs, priority=-idx)
 
 

@@ -2,7 +2,9 @@
 is missing, and the loopback-only launch (``-launcher fork -iface lo``, ``FI_TCP_IFACE=lo``)."""
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,17 @@ def loopback_env(**extra) -> dict:
     env = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT))
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def run_reporting(cmd: list, timeout: float, env: dict) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd)`` from the repository root with a fresh report folder
+    (``tests/mpi_programs/report.py``); ``proc.reports`` holds every rank's report lines, rank
+    file by rank file, so no test depends on how mpiexec interleaves (or drops) stdout lines."""
+    with tempfile.TemporaryDirectory(prefix="mxref-reports-") as folder:
+        proc = subprocess.run(cmd, env=dict(env, MXREF_TEST_REPORT_DIR=folder), cwd=ROOT,
+                              capture_output=True, text=True, timeout=timeout)
+        proc.reports = "".join(p.read_text() for p in sorted(Path(folder).iterdir()))
+    return proc
 
 
 def mpiexec(n: int) -> list:

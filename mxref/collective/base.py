@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 import numpy as np
@@ -49,28 +50,92 @@ class LinkError(MXNetError):
     """A peer went away in the middle of a message (the robust engine recovers from this)."""
 
 
-class Link:
-    """Point-to-point messages between the ranks of one job; every algorithm is written over this.
+class LinkRequest:
+    """A non-blocking send or receive in flight (``Link.isend`` / ``Link.irecv``).
 
-    Buffers are 1-D contiguous numpy arrays; ``recv`` fills its buffer in place and the sender and
-    receiver must agree on the byte count. Implementations: MPI (``mpi_engine``), queues between
-    threads (``local_engine``) and TCP sockets (``transport``).
+    ``test()`` is True once it finished: a send's buffer may then be reused, a receive's buffer
+    holds the message. ``wait()`` blocks until then.
+    """
+
+    def test(self) -> bool:
+        raise NotImplementedError
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        """Block until ``test()`` is True; ``MXNetError`` after ``timeout`` seconds (None: never)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 1e-5
+        while not self.test():
+            if deadline is not None and time.monotonic() > deadline:
+                raise MXNetError(f"link: request not finished within {timeout:g}s")
+            time.sleep(delay)
+            delay = min(2 * delay, 1e-3)
+
+
+class DoneRequest(LinkRequest):
+    """A request that finished when it was made (a send that copied its buffer, say)."""
+
+    def test(self) -> bool:
+        return True
+
+
+class Link:
+    """Point-to-point messages between the ranks of one job: the one message layer of mxref.
+
+    The collective's algorithms and the parameter server (``mxref.kvstore.ps``) both speak
+    through it. A message is the bytes of one contiguous numpy buffer (any dtype: the bytes
+    travel, so a receiver may use another dtype's view of the same size) sent to one peer with
+    an integer ``tag``; ``recv`` fills its buffer in place and sender and receiver must agree on
+    the byte count. Messages from one sender to one receiver with one tag arrive in the order
+    sent; different tags are independent streams, so a receive on one tag never takes a message
+    of another.
+
+    Implementations: MPI (``mpi_engine.MPILink``, mpi4py's buffer interface), TCP sockets
+    (``transport.SocketLink``) and threads of one process (``local_engine.LocalLink``, queues).
+    The non-blocking half (``isend``, ``irecv``, ``probe``) is what one thread serving many
+    peers needs (the parameter server's communication thread).
     """
     rank: int = 0
     world_size: int = 1
+    kind: str = "link"      # how errors name the transport: "MPI", "TCP", "in-process"
 
-    def send(self, peer: int, buf: np.ndarray) -> None:
+    def send(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        """Send ``buf`` to ``peer``; may return before it arrived (the buffer is free again)."""
         raise NotImplementedError
 
-    def recv(self, peer: int, buf: np.ndarray) -> None:
+    def recv(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        """Receive the next message from ``peer`` with ``tag`` into ``buf`` (same byte count)."""
         raise NotImplementedError
 
-    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray) -> None:
+    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray,
+                 tag: int = 0) -> None:
         """Send and receive at once; a ring step must not deadlock when every rank sends first."""
         raise NotImplementedError
 
+    def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        """Start sending ``buf``; it must not change until the request's ``test()`` is True."""
+        raise NotImplementedError(f"{type(self).__name__} has no non-blocking send")
+
+    def irecv(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        """Start receiving the next message from ``peer`` with ``tag`` into ``buf``.
+
+        Receives posted on one (peer, tag) are matched to messages in the order they were posted.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no non-blocking receive")
+
+    def probe(self, tag: int) -> Optional[Tuple[int, int]]:
+        """``(peer, nbytes)`` of a message with ``tag`` that has arrived and that no posted receive
+        will take, from any peer; None if there is none. Nothing is received."""
+        raise NotImplementedError(f"{type(self).__name__} cannot probe")
+
     def close(self) -> None:
         pass
+
+
+def as_bytes(buf: np.ndarray) -> np.ndarray:
+    """The flat ``uint8`` view of a contiguous buffer (what every link actually moves)."""
+    if not buf.flags.c_contiguous:
+        raise MXNetError("link: message buffers must be contiguous")
+    return buf.reshape(-1).view(np.uint8)
 
 
 class Engine:

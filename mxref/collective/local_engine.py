@@ -1,15 +1,15 @@
 """The local engine: ranks are threads of one process and messages go through queues (for unit tests)."""
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections import defaultdict, deque
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..base import MXNetError
-from .base import Link, LinkError, register
+from .base import DoneRequest, Link, LinkError, LinkRequest, as_bytes, register
 from .link_engine import LinkEngine
 
 
@@ -17,11 +17,45 @@ class PeerFailed(MXNetError):
     """Another rank of a local world raised; this one stops instead of waiting forever."""
 
 
+class _Posted(LinkRequest):
+    """A receive posted on a mailbox before its message came; the sender fills it."""
+    __slots__ = ("buf", "done", "error")
+
+    def __init__(self, buf: np.ndarray) -> None:
+        self.buf, self.done, self.error = buf, False, None
+
+    def test(self) -> bool:
+        if self.error is not None:
+            raise self.error
+        return self.done
+
+
+class _Mailbox:
+    """Messages from one rank to another: per tag, a FIFO of arrived bytes and one of posted receives.
+
+    NOTE: a message goes to the oldest posted receive of its tag, else it waits in the FIFO; a
+    receive takes the oldest waiting message, else it is posted. So both sides match in order,
+    as MPI does, however sends and receives interleave.
+    """
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.messages: Dict[int, deque] = defaultdict(deque)
+        self.posted: Dict[int, deque] = defaultdict(deque)
+
+
+def _fill(dst: np.ndarray, msg: np.ndarray, what: str) -> Optional[MXNetError]:
+    if msg.size != dst.size:
+        return MXNetError(f"local engine: {what}: expected {dst.size} bytes, got {msg.size}")
+    dst[...] = msg
+    return None
+
+
 class LocalWorld:
-    """The shared state of one thread world: a FIFO per (sender, receiver) pair and a failure flag.
+    """The shared state of one thread world: a mailbox per (sender, receiver) pair and a failure flag.
 
     For the robust engine it also plays the tracker: ``join`` waits until every rank has joined,
-    then opens a new epoch with fresh queues, so nothing sent before a failure can be received after.
+    then opens a new epoch with fresh mailboxes, so nothing sent before a failure can be received after.
     """
 
     def __init__(self, world_size: int, timeout: float = 60.0) -> None:
@@ -36,9 +70,9 @@ class LocalWorld:
         self._finished = False
         self._cond = threading.Condition()
 
-    def _fresh_queues(self) -> Dict[Tuple[int, int], queue.Queue]:
+    def _fresh_queues(self) -> Dict[Tuple[int, int], _Mailbox]:
         w = self.world_size
-        return {(s, d): queue.Queue() for s in range(w) for d in range(w)}
+        return {(s, d): _Mailbox() for s in range(w) for d in range(w)}
 
     def fail(self, rank: int) -> None:
         with self._cond:
@@ -74,41 +108,93 @@ class LocalWorld:
 
 
 class LocalLink(Link):
-    """Sends copy the buffer into the receiver's queue, so a send never blocks (no ring deadlock)."""
+    """The in-process link: ranks are threads, each with its own ``LocalLink`` on one ``LocalWorld``.
+
+    A send copies the buffer into the receiver's mailbox, so it never blocks (no ring deadlock)
+    and ``isend`` is finished at once; a blocking ``recv`` polls every 10 ms so that a failure
+    of another rank (``LocalWorld.fail``) is noticed instead of waited out.
+    """
+    kind = "in-process"
 
     def __init__(self, world: LocalWorld, rank: int) -> None:
         if not 0 <= rank < world.world_size:
             raise MXNetError(f"local engine: rank {rank} outside world of size {world.world_size}")
         self.world, self.rank, self.world_size = world, rank, world.world_size
 
-    def send(self, peer: int, buf: np.ndarray) -> None:
-        self._check()
-        self.world.queues[(self.rank, peer)].put(buf.copy())
-
     def _check(self) -> None:
         if self.world.failed is not None:
             raise PeerFailed(f"local engine: rank {self.world.failed} failed; rank {self.rank} stops")
 
-    def recv(self, peer: int, buf: np.ndarray) -> None:
-        q = self.world.queues[(peer, self.rank)]
+    def _box(self, src: int, dst: int) -> _Mailbox:
+        if not 0 <= src < self.world_size or not 0 <= dst < self.world_size:
+            raise MXNetError(f"local engine: rank {src if dst == self.rank else dst} outside world "
+                             f"of size {self.world_size}")
+        return self.world.queues[(src, dst)]
+
+    def send(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self._check()
+        data = as_bytes(buf)
+        box = self._box(self.rank, peer)
+        with box.cond:
+            posted = box.posted[tag]
+            if posted:
+                req = posted.popleft()
+                req.error = _fill(req.buf, data, f"rank {peer} receiving tag {tag} from rank {self.rank}")
+                req.done = True
+            else:
+                box.messages[tag].append(data.copy())
+            box.cond.notify_all()
+
+    def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        self.send(peer, buf, tag)
+        return DoneRequest()
+
+    def irecv(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        self._check()
+        box = self._box(peer, self.rank)
+        req = _Posted(as_bytes(buf))
+        with box.cond:
+            waiting = box.messages[tag]
+            if waiting and not box.posted[tag]:
+                req.error = _fill(req.buf, waiting.popleft(),
+                                  f"rank {self.rank} receiving tag {tag} from rank {peer}")
+                req.done = True
+            else:
+                box.posted[tag].append(req)
+        return req
+
+    def recv(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        req = self.irecv(peer, buf, tag)
+        box = self._box(peer, self.rank)
         deadline = time.monotonic() + self.world.timeout
-        while True:
-            self._check()      # polled, so a failure elsewhere is noticed within 10 ms
+        while not req.test():
             try:
-                got = q.get(timeout=0.01)
-                break
-            except queue.Empty:
+                self._check()      # polled, so a failure elsewhere is noticed within 10 ms
                 if time.monotonic() > deadline:
                     raise MXNetError(f"local engine: rank {self.rank} waited {self.world.timeout}s "
-                                     f"for a message from rank {peer}") from None
-        if got.nbytes != buf.nbytes or got.dtype != buf.dtype:
-            raise MXNetError(f"local engine: rank {self.rank} expected {buf.size} x {buf.dtype} from rank "
-                             f"{peer}, got {got.size} x {got.dtype}")
-        buf[...] = got
+                                     f"for a message from rank {peer}")
+            except MXNetError:
+                with box.cond:      # withdraw the receive, so no later message lands in it
+                    if not req.done and req in box.posted[tag]:
+                        box.posted[tag].remove(req)
+                raise
+            with box.cond:
+                if not req.done:
+                    box.cond.wait(0.01)
 
-    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray) -> None:
-        self.send(send_peer, send_buf)
-        self.recv(recv_peer, recv_buf)
+    def probe(self, tag: int) -> Optional[Tuple[int, int]]:
+        self._check()
+        for src in range(self.world_size):
+            box = self.world.queues[(src, self.rank)]
+            with box.cond:
+                if box.messages[tag] and not box.posted[tag]:
+                    return src, int(box.messages[tag][0].size)
+        return None
+
+    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray,
+                 tag: int = 0) -> None:
+        self.send(send_peer, send_buf, tag)
+        self.recv(recv_peer, recv_buf, tag)
 
 
 class LocalRobustLink(LocalLink):

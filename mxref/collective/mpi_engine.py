@@ -1,38 +1,77 @@
-"""The mpi engine: the algorithms over mpi4py point-to-point messages (raw buffers, no pickle)."""
+"""The mpi engine, and ``MPILink``: mpi4py point-to-point messages of raw buffers (no pickle)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
 from ..base import MXNetError
-from .base import Link, register
+from .base import Link, LinkRequest, as_bytes, register
 from .link_engine import LinkEngine
 
-_TAG = 0x5AB   # one tag for all collective traffic; MPI keeps messages between a pair in order
+
+class _MPIRequest(LinkRequest):
+    __slots__ = ("req", "buf")
+
+    def __init__(self, req: Any, buf: np.ndarray) -> None:
+        self.req, self.buf = req, buf       # the buffer is kept alive while MPI uses it
+
+    def test(self) -> bool:
+        return bool(self.req.Test())
 
 
 class MPILink(Link):
-    """``Send``/``Recv``/``Sendrecv`` of byte views; a size mismatch surfaces as MPI's truncation error."""
+    """``Send``/``Recv``/``Sendrecv`` (and ``Isend``/``Irecv``/``Iprobe``) of byte views on one
+    communicator; a size mismatch surfaces as MPI's truncation error.
 
-    def __init__(self, comm: Any) -> None:
+    The caller owns the communicator: give each user its own ``Dup`` so tags never collide.
+    Tags are MPI tags; ``tag_base`` is added to every one (the collective uses ``0x5AB``).
+    """
+    kind = "MPI"
+
+    def __init__(self, comm: Any, tag_base: int = 0) -> None:
         self.comm = comm
         self.rank, self.world_size = comm.Get_rank(), comm.Get_size()
+        self.tag_base = tag_base
         from mpi4py import MPI
+        self._MPI = MPI
         self._byte = MPI.BYTE
+        self._status = MPI.Status()
+
+    def require_serialized(self, who: str) -> None:
+        """Refuse to run when MPI allows calls from one thread only (``who`` uses another thread)."""
+        MPI = self._MPI
+        if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
+            raise MXNetError(f"{who} needs MPI initialised with at least MPI_THREAD_SERIALIZED (got "
+                             f"level {MPI.Query_thread()}); do not set mpi4py.rc.thread_level below "
+                             "'serialized'")
 
     def _msg(self, buf: np.ndarray):
-        return [buf.view(np.uint8), self._byte]
+        return [as_bytes(buf), self._byte]
 
-    def send(self, peer: int, buf: np.ndarray) -> None:
-        self.comm.Send(self._msg(buf), dest=peer, tag=_TAG)
+    def send(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self.comm.Send(self._msg(buf), dest=peer, tag=self.tag_base + tag)
 
-    def recv(self, peer: int, buf: np.ndarray) -> None:
-        self.comm.Recv(self._msg(buf), source=peer, tag=_TAG)
+    def recv(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self.comm.Recv(self._msg(buf), source=peer, tag=self.tag_base + tag)
 
-    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray) -> None:
-        self.comm.Sendrecv(self._msg(send_buf), dest=send_peer, sendtag=_TAG,
-                           recvbuf=self._msg(recv_buf), source=recv_peer, recvtag=_TAG)
+    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray,
+                 tag: int = 0) -> None:
+        tag += self.tag_base
+        self.comm.Sendrecv(self._msg(send_buf), dest=send_peer, sendtag=tag,
+                           recvbuf=self._msg(recv_buf), source=recv_peer, recvtag=tag)
+
+    def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        return _MPIRequest(self.comm.Isend(self._msg(buf), dest=peer, tag=self.tag_base + tag), buf)
+
+    def irecv(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        return _MPIRequest(self.comm.Irecv(self._msg(buf), source=peer, tag=self.tag_base + tag), buf)
+
+    def probe(self, tag: int) -> Optional[Tuple[int, int]]:
+        st = self._status
+        if not self.comm.Iprobe(self._MPI.ANY_SOURCE, self.tag_base + tag, st):
+            return None
+        return st.Get_source(), st.Get_count(self._byte)
 
 
 @register("mpi")
@@ -47,7 +86,8 @@ class MPIEngine(LinkEngine):
         except ImportError as exc:
             raise MXNetError("collective engine 'mpi' needs mpi4py (pip install mxref[mpi])") from exc
         self.comm = (comm or MPI.COMM_WORLD).Dup()
-        super().__init__(MPILink(self.comm), **kwargs)
+        # One tag for all collective traffic; MPI keeps messages between a pair in order.
+        super().__init__(MPILink(self.comm, tag_base=0x5AB), **kwargs)
 
     def shutdown(self) -> None:
         self.comm.Free()

@@ -12,19 +12,22 @@ import select
 import socket
 import struct
 import time
-from typing import Any, Dict, List, Tuple
+from collections import defaultdict, deque
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from ..base import MXNetError
-from .base import Link, LinkError
+from .base import Link, LinkError, LinkRequest, as_bytes
 
 _HELLO = struct.Struct("<qq")   # (epoch, rank) sent first on every new connection
+_FRAME = struct.Struct("<qq")   # (tag, nbytes) before every message
 _MESH_TIMEOUT = 10.0            # building the mesh is quick unless a peer died meanwhile
 
 
 class SocketLink(Link):
     """Point-to-point messages between robust workers over TCP; ``reconnect`` rejoins via the tracker."""
+    kind = "TCP"
 
     def __init__(self, tracker: Tuple[str, int], rank: int, world_size: int, host: str = "127.0.0.1",
                  timeout: float = 600.0) -> None:
@@ -33,6 +36,7 @@ class SocketLink(Link):
         self.addr = [host, self.listener.getsockname()[1]]
         self.socks: Dict[int, socket.socket] = {}
         self.epoch = 0
+        self._reset_data()
 
     @classmethod
     def from_env(cls) -> "SocketLink":
@@ -113,6 +117,7 @@ class SocketLink(Link):
         for s in self.socks.values():
             s.close()
         self.socks.clear()
+        self._reset_data()      # fresh connections: nothing half-read or queued survives
 
     def close(self) -> None:
         self._drop()
@@ -126,34 +131,18 @@ class SocketLink(Link):
         self._ask_tracker({"cmd": "print", "msg": msg}, wait=False)
 
     # -- data ----------------------------------------------------------------------------------
-    def _pump(self, sends: List[Tuple[int, np.ndarray]], recvs: List[Tuple[int, np.ndarray]]) -> None:
-        out = [(self._sock(p), memoryview(b.view(np.uint8)), p) for p, b in sends]
-        inn = [(self._sock(p), memoryview(b.view(np.uint8)), p) for p, b in recvs]
-        sent, got = [0] * len(out), [0] * len(inn)
-        deadline = time.monotonic() + self.timeout
-        while any(n < len(v) for n, (_, v, _) in zip(sent, out)) or \
-                any(n < len(v) for n, (_, v, _) in zip(got, inn)):
-            rl = [s for n, (s, v, _) in zip(got, inn) if n < len(v)]
-            wl = [s for n, (s, v, _) in zip(sent, out) if n < len(v)]
-            try:
-                readable, writable, _ = select.select(rl, wl, [], 1.0)
-                for i, (s, v, _) in enumerate(out):
-                    if s in writable and sent[i] < len(v):
-                        sent[i] += s.send(v[sent[i]:sent[i] + (1 << 20)])
-                for i, (s, v, p) in enumerate(inn):
-                    if s in readable and got[i] < len(v):
-                        n = s.recv_into(v[got[i]:])
-                        if n == 0:
-                            raise LinkError(f"robust engine: rank {p} closed its connection "
-                                            f"to rank {self.rank}")
-                        got[i] += n
-            except (BlockingIOError, InterruptedError):
-                continue
-            except OSError as exc:
-                raise LinkError(f"robust engine: rank {self.rank} lost a peer: {exc}") from exc
-            if time.monotonic() > deadline:
-                raise MXNetError(f"robust engine: rank {self.rank} timed out after {self.timeout}s "
-                                 f"waiting for ranks {[p for _, _, p in inn + out]}")
+    # NOTE: every message travels as a (tag, nbytes) frame then its bytes, so several tags can
+    # share one connection: a frame nobody has posted a receive for yet is kept in ``_stash``
+    # until one is (or until ``probe`` reports it). Frames between a pair stay in send order.
+    def _reset_data(self) -> None:
+        for posted in getattr(self, "_posted", {}).values():
+            for req in posted:
+                req.error = LinkError(f"robust engine: rank {self.rank} dropped its connections")
+        self._outq: Dict[int, deque] = defaultdict(deque)
+        self._reader: Dict[int, _Reader] = {}
+        self._posted: Dict[Tuple[int, int], deque] = defaultdict(deque)
+        self._stash: Dict[Tuple[int, int], deque] = defaultdict(deque)
+        self._eof: set = set()
 
     def _sock(self, peer: int) -> socket.socket:
         s = self.socks.get(peer)
@@ -161,11 +150,169 @@ class SocketLink(Link):
             raise LinkError(f"robust engine: rank {self.rank} has no connection to rank {peer}")
         return s
 
-    def send(self, peer: int, buf: np.ndarray) -> None:
-        self._pump([(peer, buf)], [])
+    def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        self._sock(peer)
+        data = memoryview(as_bytes(buf))
+        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data)
+        self._outq[peer].append(req)
+        return req
 
-    def recv(self, peer: int, buf: np.ndarray) -> None:
-        self._pump([], [(peer, buf)])
+    def irecv(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
+        req = _Recv(self, peer, memoryview(as_bytes(buf)), tag)
+        stash = self._stash.get((peer, tag))
+        if stash:
+            req.take(stash.popleft())
+        else:
+            if peer in self._eof:
+                raise LinkError(f"robust engine: rank {peer} closed its connection to rank {self.rank}")
+            self._sock(peer)
+            self._posted[(peer, tag)].append(req)
+        return req
 
-    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray) -> None:
-        self._pump([(send_peer, send_buf)], [(recv_peer, recv_buf)])
+    def probe(self, tag: int) -> Optional[Tuple[int, int]]:
+        self._progress(0.0, list(self.socks))
+        for (peer, t), stash in self._stash.items():
+            if t == tag and stash:
+                return peer, len(stash[0])
+        return None
+
+    def send(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self._wait([self.isend(peer, buf, tag)])
+
+    def recv(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self._wait([self.irecv(peer, buf, tag)])
+
+    def sendrecv(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray,
+                 tag: int = 0) -> None:
+        self._wait([self.isend(send_peer, send_buf, tag), self.irecv(recv_peer, recv_buf, tag)])
+
+    def _wait(self, reqs: List["_Request"]) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = [r for r in reqs if not r.finished()]
+            if not left:
+                return
+            self._progress(1.0, [r.peer for r in left if isinstance(r, _Recv)])
+            if time.monotonic() > deadline:
+                raise MXNetError(f"robust engine: rank {self.rank} timed out after {self.timeout}s "
+                                 f"waiting for ranks {[r.peer for r in left]}")
+
+    def _progress(self, timeout: float, read_peers: List[int]) -> None:
+        """One ``select`` round: write what is queued, read frames from ``read_peers``."""
+        rl = {self.socks[p]: p for p in set(read_peers) if p in self.socks and p not in self._eof}
+        wl = {self.socks[p]: p for p, q in self._outq.items() if q and p in self.socks}
+        if not rl and not wl:
+            return
+        try:
+            readable, writable, _ = select.select(list(rl), list(wl), [], timeout)
+            for s in writable:
+                q = self._outq[wl[s]]
+                while q and q[0].write(s):
+                    q.popleft()
+            for s in readable:
+                self._read(rl[s], s)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            raise LinkError(f"robust engine: rank {self.rank} lost a peer: {exc}") from exc
+
+    def _read(self, peer: int, s: socket.socket) -> None:
+        rd = self._reader.get(peer)
+        if rd is None:
+            rd = self._reader[peer] = _Reader()
+        view = rd.view()
+        n = s.recv_into(view)
+        if n == 0:
+            self._eof.add(peer)
+            if self._posted_for(peer) or rd.got or rd.target is not None:
+                raise LinkError(f"robust engine: rank {peer} closed its connection to rank {self.rank}")
+            return
+        rd.got += n
+        if rd.target is None and rd.got == _FRAME.size:
+            tag, size = _FRAME.unpack(rd.head)
+            posted = self._posted.get((peer, tag))
+            req = posted.popleft() if posted else None
+            if req is not None and req.buf.nbytes != size:
+                raise MXNetError(f"robust engine: rank {self.rank} expected {req.buf.nbytes} bytes "
+                                 f"with tag {tag} from rank {peer}, got {size}")
+            rd.start(tag, req, size)
+        if rd.target is not None and rd.got == len(rd.target):
+            data = rd.target.obj if rd.target.nbytes else b""
+            posted = self._posted.get((peer, rd.tag))
+            if rd.req is not None:
+                rd.req.done = True
+            elif posted:        # posted while this frame was half read (into a stash buffer)
+                posted.popleft().take(data)
+            else:
+                self._stash[(peer, rd.tag)].append(data)
+            self._reader[peer] = _Reader()
+
+    def _posted_for(self, peer: int) -> bool:
+        return any(q for (p, _), q in self._posted.items() if p == peer)
+
+
+class _Request(LinkRequest):
+    def __init__(self, link: SocketLink, peer: int) -> None:
+        self.link, self.peer, self.done, self.error = link, peer, False, None
+
+    def finished(self) -> bool:
+        if self.error is not None:
+            raise self.error
+        return self.done
+
+    def test(self) -> bool:
+        if not self.finished():
+            self.link._progress(0.0, [self.peer] if isinstance(self, _Recv) else [])
+        return self.finished()
+
+
+class _Send(_Request):
+    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview) -> None:
+        super().__init__(link, peer)
+        self.parts, self.sent = [head, data], 0
+
+    def write(self, s: socket.socket) -> bool:
+        """Send what the socket takes now; True once the whole frame is out."""
+        while self.parts:
+            part = self.parts[0]
+            if self.sent < len(part):
+                n = s.send(part[self.sent:self.sent + (1 << 20)])
+                self.sent += n
+                if self.sent < len(part):
+                    return False
+            self.parts.pop(0)
+            self.sent = 0
+        self.done = True
+        return True
+
+
+class _Recv(_Request):
+    def __init__(self, link: SocketLink, peer: int, buf: memoryview, tag: int) -> None:
+        super().__init__(link, peer)
+        self.buf, self.tag = buf, tag
+
+    def take(self, data) -> None:
+        if len(data) != self.buf.nbytes:
+            raise MXNetError(f"robust engine: rank {self.link.rank} expected {self.buf.nbytes} bytes "
+                             f"with tag {self.tag} from rank {self.peer}, got {len(data)}")
+        self.buf[:] = data
+        self.done = True
+
+
+class _Reader:
+    """Where the next bytes from one peer go: the frame header, then the message's destination."""
+
+    def __init__(self) -> None:
+        self.head = bytearray(_FRAME.size)
+        self.target: Optional[memoryview] = None
+        self.req: Optional[_Recv] = None
+        self.tag, self.got = 0, 0
+
+    def view(self) -> memoryview:
+        if self.target is None:
+            return memoryview(self.head)[self.got:]
+        return self.target[self.got:]
+
+    def start(self, tag: int, req: Optional[_Recv], size: int) -> None:
+        self.tag, self.req, self.got = tag, req, 0
+        self.target = req.buf if req is not None else memoryview(bytearray(size))

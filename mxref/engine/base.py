@@ -251,6 +251,10 @@ class Engine:
     """
 
     name = "Engine"
+    #: Whether an operation pushed with ``push_async`` may complete after ``fn`` returned, from
+    #: another thread, its worker going on meanwhile. False for ``NaiveEngine``, which runs each
+    #: operation at push and has it complete before the push returns.
+    completes_later: bool = True
 
     def new_variable(self):
         """A fresh variable: a tag that orders every operation touching the same data or resource."""
@@ -268,6 +272,37 @@ class Engine:
                   name: Optional[str] = None) -> None:
         """Schedule ``fn(run_ctx)``; it is complete when it returns (or raises)."""
         raise NotImplementedError
+
+    def push_external(self, start: Callable, ctx, const_vars: Sequence = (), mutable_vars: Sequence = (),
+                      prop: FnProperty = FnProperty.NORMAL, priority: int = 0,
+                      name: Optional[str] = None) -> None:
+        """Schedule an operation whose work finishes outside the engine (a network reply, say).
+
+        When the variables allow, the engine calls ``start(done)``; ``start`` hands the work on
+        and returns, and the operation is complete when ``done(exc=None)`` is called, once, from
+        any thread. Callers need not know the engine: one that ``completes_later`` frees its
+        worker until ``done`` (no engine thread waits for the network); one that does not (the
+        naive engine) waits inside the operation, so everything is still complete at push.
+
+        Examples
+        --------
+        >>> eng.push_external(lambda done: comm.request(..., callback=lambda msg, err: done(err)),
+        ...                   cpu(0), [], [buf_var], name="KVStoreDistPush")
+        """
+        if self.completes_later:
+            def fn(run_ctx, on_complete):
+                start(on_complete)
+        else:
+            def fn(run_ctx, on_complete):
+                finished, box = threading.Event(), []
+
+                def done(exc=None):
+                    box.append(exc)
+                    finished.set()
+                start(done)
+                finished.wait()
+                on_complete(box[0])
+        self.push_async(fn, ctx, const_vars, mutable_vars, prop, priority, name)
 
     def delete_variable(self, delete_fn: Callable, ctx, var) -> None:
         """Run ``delete_fn(run_ctx)`` after every operation already pushed on ``var``, then retire it."""

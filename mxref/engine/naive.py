@@ -38,6 +38,7 @@ class NaiveEngine(Engine):
     """
 
     name = "NaiveEngine"
+    completes_later = False      # every operation is done when its push returns
 
     def __init__(self):
         self.errors = ErrorBook()

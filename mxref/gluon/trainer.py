@@ -63,8 +63,12 @@ def _create_kvstore(kvstore, num_device: int, arg_params: Dict[str, object]):
 
 
 def _capable(kv, what: str) -> bool:
+    """``kv.is_capable(what)`` (``mxref.kvstore.base.is_capable``: unknown names are absent)."""
+    kvs = _kvstore_module()
+    if kvs is not None:
+        return kvs.base.is_capable(kv, what)
     check = getattr(kv, "is_capable", None)
-    return True if check is None else bool(check(what))
+    return what == "optimizer" if check is None else bool(check(what))
 
 
 class Trainer:
@@ -138,7 +142,7 @@ class Trainer:
         self._lists_key, self._lists = None, []      # what _update_lists made for these updaters
 
     def _reset_kvstore(self) -> None:
-        if getattr(self, "_kvstore", None) is not None and "dist" in self._kvstore.type:
+        if getattr(self, "_kvstore", None) is not None and _capable(self._kvstore, "distributed"):
             raise RuntimeError("Cannot reset distributed KVStore.")
         self._kv_initialized = False
         self._kvstore = None
@@ -150,8 +154,8 @@ class Trainer:
         config = self._kvstore_params
         arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
         kvstore, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), arg_arrays)
-        self._distributed = "dist" in kvstore.type if kvstore else False
-        if self._distributed and "async" in kvstore.type:
+        self._distributed = _capable(kvstore, "distributed") if kvstore else False
+        if self._distributed and _capable(kvstore, "async"):
             update_on_kvstore = True
             if config["update_on_kvstore"] is False:
                 raise ValueError("Please set update_on_kvstore=True when training in async mode.")

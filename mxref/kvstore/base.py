@@ -31,7 +31,7 @@ from ..engine.base import FnProperty
 from ..ndarray import NDArray
 from .compression import GradientCompression
 
-__all__ = ["KVStore", "KVStoreBase", "create", "push_op", "copy_into", "is_host"]
+__all__ = ["KVStore", "KVStoreBase", "create", "push_op", "copy_into", "is_host", "is_capable"]
 
 _HOST = ("cpu", "cpu_pinned", "cpu_shared")
 
@@ -88,6 +88,20 @@ class KVStore:
     """
 
     OPTIMIZER = "optimizer"
+    #: Every capability a store may have (``is_capable`` refuses other names). MXNet knows only
+    #: ``optimizer``; the others let training code ask instead of parsing type names.
+    CAPABILITIES = {
+        "optimizer": "the store can run an optimizer on push (update_on_kvstore=True)",
+        "distributed": "workers in several processes share the store (it cannot be reset)",
+        "synchronous": "every update is the sum of one push from every worker (a step's batch is "
+                       "num_workers times a worker's batch)",
+        "async": "pushes are applied one by one as they arrive, so the optimizer must run on the "
+                 "store (update_on_kvstore=True)",
+        "init_broadcast": "init replaces every worker's value by rank 0's and the workers update "
+                          "locally, so a worker pulls once after init to start from that value",
+    }
+    #: The capabilities of this store type (a subclass or an instance may narrow or extend it).
+    capabilities: frozenset = frozenset({"optimizer"})
     kv_registry: Dict[str, type] = {}
     registry_names: Tuple[str, ...] = ()
 
@@ -132,10 +146,19 @@ class KVStore:
         return 1
 
     def is_capable(self, capability: str) -> bool:
-        """Whether the store supports ``capability``; only ``'optimizer'`` is known."""
-        if capability.lower() == KVStore.OPTIMIZER:
-            return True
-        raise MXNetError(f"Unknown capability: {capability}")
+        """Whether the store has ``capability``, one of ``KVStore.CAPABILITIES`` (case-insensitive).
+
+        Training code asks this instead of parsing type names: ``Module`` and ``gluon.Trainer``
+        choose ``update_on_kvstore`` with ``'optimizer'`` and ``'async'``, scale the gradient by
+        ``'synchronous'`` and refuse to reset a ``'distributed'`` store.
+
+        >>> mx.kv.create('local').is_capable('optimizer')
+        True
+        """
+        name = capability.lower()
+        if name not in KVStore.CAPABILITIES:
+            raise MXNetError(f"Unknown capability: {capability} (known: {', '.join(KVStore.CAPABILITIES)})")
+        return name in self.capabilities
 
     # -- keys and values ---------------------------------------------------------------------
     def _check_key_types(self, keys: List) -> None:
@@ -365,6 +388,19 @@ def _keep_rows(out: NDArray, row_ids: NDArray, priority: int) -> None:
         mask[ids] = False
         out._data()[mask] = 0
     push_op(keep, out.context, (row_ids,), (out,), priority, "KVStoreRowSparseRetain")
+
+
+def is_capable(kv, capability: str) -> bool:
+    """``kv.is_capable(capability)`` for any store object: one without ``is_capable`` (a
+    duck-typed store) is taken to run an optimizer and nothing else, and a capability it does
+    not know is taken as absent."""
+    check = getattr(kv, "is_capable", None)
+    if check is None:
+        return capability.lower() == KVStore.OPTIMIZER
+    try:
+        return bool(check(capability))
+    except MXNetError:
+        return False
 
 
 def create(name: str = "local") -> KVStore:

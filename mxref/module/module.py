@@ -27,6 +27,7 @@ from ..io.base import DataDesc
 from ..model import (
     _create_kvstore,
     _initialize_kvstore,
+    _is_capable,
     _update_params,
     _update_params_on_kvstore,
     load_checkpoint,
@@ -289,8 +290,8 @@ class Module(BaseModule):
             self._sync_params_from_devices()
         kvstore, update_on_kvstore = _create_kvstore(kvstore, len(self._context), self._arg_params)
         batch_size = self._exec_group.batch_size
-        kv_type = getattr(kvstore, "type", "") if kvstore else ""
-        if kvstore and "dist" in kv_type and "_sync" in kv_type:
+        # Each update sums one push of every worker: the step's batch is num_workers batches.
+        if kvstore and _is_capable(kvstore, "synchronous"):
             batch_size *= kvstore.num_workers
         rescale_grad = 1.0 / batch_size
         ndev = len(self._context)

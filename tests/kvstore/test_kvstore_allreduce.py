@@ -6,12 +6,11 @@ engine, which runs each op on the pushing thread, so each rank's ops reach its o
 Jobs run on loopback only, in a subprocess with a hard timeout.
 """
 import re
-import subprocess
 import sys
 
 import numpy as np
 import pytest
-from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
+from mpi_support import loopback_env, mpiexec, needs_mpi, run_reporting
 
 import mxref as mx
 from mxref import collective, engine
@@ -108,8 +107,7 @@ def test_store_updates_on_workers_and_refuses_compression(naive):
 
 
 def _run(cmd, timeout, **env):
-    return subprocess.run(cmd, env=loopback_env(**env), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return run_reporting(cmd, timeout, loopback_env(**env))
 
 
 def _mpiexec(n, *program, timeout=90, **env):
@@ -125,7 +123,7 @@ def _robust(n, *program, timeout=90, **env):
 def _assert_ok(proc, n):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.stdout)) == \
+    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.reports)) == \
         [(str(r), str(n)) for r in range(n)], out
 
 
@@ -134,14 +132,14 @@ def _assert_ok(proc, n):
 def test_closed_forms_under_mpiexec(n, engine_type):
     """Plain mpiexec, no server ranks (MXREF_NUM_SERVERS=1 is ignored): closed forms over int and
     str keys, two contexts, prioritized pushes, and a local SGD optimizer."""
-    _assert_ok(_mpiexec(n, "tests/dist/kv_allreduce.py", MXREF_NUM_SERVERS=1, EXPECT_WORKERS=n,
+    _assert_ok(_mpiexec(n, "tests/mpi_programs/kv_allreduce.py", MXREF_NUM_SERVERS=1, EXPECT_WORKERS=n,
                         MXNET_ENGINE_TYPE=engine_type), n)
 
 
 @needs_mpi
 def test_closed_forms_under_the_robust_launcher():
     """The same script on the robust collective engine (TCP, tracker), started by the launcher."""
-    _assert_ok(_robust(3, "tests/dist/kv_allreduce.py", EXPECT_WORKERS=3), 3)
+    _assert_ok(_robust(3, "tests/mpi_programs/kv_allreduce.py", EXPECT_WORKERS=3), 3)
 
 
 @needs_mpi
@@ -149,7 +147,7 @@ def test_closed_forms_under_the_robust_launcher():
 def test_module_and_trainer_equal_one_process(n):
     """Module.fit and gluon.Trainer over the store end with the weights of one process that
     trains on the whole batch (checked by every worker)."""
-    _assert_ok(_mpiexec(n, "tests/dist/kv_allreduce_train.py"), n)
+    _assert_ok(_mpiexec(n, "tests/mpi_programs/kv_allreduce_train.py"), n)
 
 
 @needs_mpi

@@ -1,4 +1,5 @@
-"""The communication thread in one process: MPI's singleton mode, messages to itself over COMM_SELF.
+"""The communication thread in one process, sending to itself over each link: MPI's singleton
+mode (COMM_SELF) and the in-process link (a world of one thread).
 
 Header and data pairing, replies received in place, timeouts and errors that name the rank,
 and a failing thread that fails every waiter -- without mpiexec.
@@ -9,17 +10,23 @@ import numpy as np
 import pytest
 
 import mxref as mx
-
-MPI = pytest.importorskip("mpi4py.MPI", reason="needs mpi4py")
-
-from mxref.kvstore.dist.comm import Cmd, Comm  # noqa: E402
-from mxref.kvstore.dist.roles import Roles  # noqa: E402
+from mxref.collective.local_engine import LocalLink, LocalWorld
+from mxref.kvstore.ps.comm import Cmd, Comm
+from mxref.kvstore.ps.roles import Roles
 
 ROLES = Roles(0, 2, 1)      # this process plays server 0; its replies come from "MPI rank 0"
 
 
-@pytest.fixture
-def echo():
+def _link(kind):
+    if kind == "in-process":
+        return LocalLink(LocalWorld(1), 0)
+    MPI = pytest.importorskip("mpi4py.MPI", reason="needs mpi4py")
+    from mxref.collective.mpi_engine import MPILink
+    return MPILink(MPI.COMM_SELF.Dup())
+
+
+@pytest.fixture(params=["MPI", "in-process"])
+def echo(request):
     """A Comm whose handler answers PULL with twice the data, ERRORs on PUSH, ignores INIT."""
     holder = {}
 
@@ -32,7 +39,7 @@ def echo():
             comm.post(msg.src, Cmd.ERROR, msg.rid, msg.key, {"msg": "no such key"})
         elif msg.cmd == Cmd.BARRIER:
             raise RuntimeError("handler exploded")
-    comm = holder["comm"] = Comm(MPI.COMM_SELF.Dup(), ROLES, handler).start()
+    comm = holder["comm"] = Comm(_link(request.param), ROLES, handler).start()
     yield comm
     comm.stop()
 
@@ -80,7 +87,8 @@ def test_error_reply_and_size_mismatch(echo):
 
 def test_failed_thread_fails_every_waiter(echo):
     """When the thread itself fails, waiters and later requests get the error, nobody hangs."""
-    with pytest.raises(mx.MXNetError, match="communication .MPI. failed on server 0.*handler exploded"):
+    kind = echo.link.kind
+    with pytest.raises(mx.MXNetError, match=f"communication .{kind}. failed on server 0.*handler exploded"):
         echo.call([0], Cmd.BARRIER, timeout=10)
     with pytest.raises(mx.MXNetError, match="handler exploded"):
         echo.call([0], Cmd.PULL, "w", timeout=10)
@@ -88,9 +96,29 @@ def test_failed_thread_fails_every_waiter(echo):
 
 def test_create_outside_mpiexec_explains(monkeypatch):
     """A dist store in a lone process (no mpiexec) is refused with how to start the job."""
-    from mxref.kvstore import dist
+    pytest.importorskip("mpi4py.MPI", reason="needs mpi4py")
+    from mxref.kvstore import ps
     monkeypatch.delenv("MXREF_NUM_SERVERS", raising=False)
     with pytest.raises(mx.MXNetError, match=r"1 MPI process\(es\) cannot hold 1 server.*mpiexec -n W\+S"):
-        dist.create("dist_sync")
+        ps.create("dist_sync")
     with pytest.raises(mx.MXNetError, match="bad staleness"):
-        dist.DistSSPKVStore._staleness(None, "dist_ssp:x")
+        ps.create("dist_ssp:x")
+
+
+def test_link_failure_fails_every_request_in_flight():
+    """When the link itself fails (here a peer of an in-process world died), every request in
+    flight and every later one fails at once with the link's kind and this process's name."""
+    world = LocalWorld(2, timeout=30)
+    comm = Comm(LocalLink(world, 0), ROLES).start()
+    try:
+        callback, done, results = wait_all(3)
+        for i in range(3):
+            comm.request(1, Cmd.PULL, ("k", i), callback=callback, timeout=60)
+        world.fail(1)
+        assert done.wait(20)
+        assert all(msg is None and "communication (in-process) failed on server 0 (MPI rank 0)" in str(err)
+                   for msg, err in results), results
+        with pytest.raises(mx.MXNetError, match="communication .in-process. failed"):
+            comm.call([1], Cmd.PULL, "w", timeout=10)
+    finally:
+        comm.stop()

@@ -1,24 +1,24 @@
-"""The dist kvstore under mpiexec: each script in tests/dist checks closed forms on every rank.
+"""The dist kvstore under mpiexec: each script in tests/mpi_programs checks closed forms on every rank.
 
 Every job runs on loopback only, in a subprocess with a hard timeout, so a hang fails the test
 instead of the CI run; the tests skip when mpi4py or mpiexec is missing.
 """
 import re
-import subprocess
 import sys
 import time
 
 import pytest
-from mpi_support import MPIEXEC, ROOT, loopback_env, needs_mpi
+from mpi_support import MPIEXEC, ROOT, loopback_env, needs_mpi, run_reporting
 
-SCRIPTS = ROOT / "tests" / "dist"
+SCRIPTS = ROOT / "tests" / "mpi_programs"
 
 pytestmark = needs_mpi
 
 
 def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), launcher=False, **env):
     """Run ``script`` on ``workers + servers`` loopback processes (with mpiexec, or through
-    ``python -m mxref.tools.launch``); return the finished process."""
+    ``python -m mxref.tools.launch``); return the finished process, its ranks' report lines
+    in ``proc.reports``."""
     environ = loopback_env(**{"MXREF_NUM_SERVERS": servers, "MXREF_KV_TIMEOUT": 20, **env})
     program = [sys.executable, str(SCRIPTS / script), *map(str, args)]
     if launcher:
@@ -27,13 +27,13 @@ def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), launche
     else:
         cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", *extra_flags, "-n", str(workers + servers),
                *program]
-    return subprocess.run(cmd, env=environ, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return run_reporting(cmd, timeout, environ)
 
 
 def assert_all_ok(proc, workers):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.stdout)) == \
+    assert sorted(re.findall(r"worker (\d+) of (\d+): OK", proc.reports)) == \
         [(str(r), str(workers)) for r in range(workers)], out
 
 
@@ -57,7 +57,7 @@ def test_ssp_staleness_bound():
     MXREF_KV_STALENESS), and a straggler makes the fast worker reach exactly tau."""
     proc = run_job("kv_ssp.py", 3, 1, MXREF_KV_STALENESS=2)
     assert_all_ok(proc, 3)
-    assert "worker 0: tau=0 max gap 0" in proc.stdout and "worker 0: tau=2 max gap 2" in proc.stdout
+    assert "worker 0: tau=0 max gap 0" in proc.reports and "worker 0: tau=2 max gap 2" in proc.reports
 
 
 def test_unequal_batch_counts_finish():
@@ -75,7 +75,7 @@ def test_timeout_names_the_missing_worker():
     """A worker that never pushes: the others' pulls fail with an error naming its ranks."""
     proc = run_job("kv_timeout.py", 2, 1, MXREF_KV_TIMEOUT=2)
     assert_all_ok(proc, 2)
-    assert "worker 1 (MPI rank 2) did not push within MXREF_KV_TIMEOUT=2s" in proc.stdout
+    assert "worker 1 (MPI rank 2) did not push within MXREF_KV_TIMEOUT=2s" in proc.reports
 
 
 @pytest.mark.parametrize("cleanup", [True, False])
@@ -88,7 +88,7 @@ def test_killed_worker_ends_the_job(cleanup):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert time.monotonic() - t0 < 30, out
-    assert "worker 1: exiting abruptly" in out and "finished all rounds" not in out
+    assert "worker 1: exiting abruptly" in proc.reports and "finished all rounds" not in out
     if not cleanup:
         assert "worker 1 (MPI rank 2) did not push" in out, out
 

@@ -2,7 +2,7 @@
 import pytest
 
 import mxref as mx
-from mxref.kvstore.dist import Part, Placement, assign_roles
+from mxref.kvstore.ps import Part, Placement, assign_roles
 
 # Parameter sizes (elements) of a small ResNet-like model: many small, a few large tensors.
 RESNETISH = [("conv0", 9408), ("bn0", 64)] + [(f"l{i}_conv", 36864 * (1 + i // 4)) for i in range(16)] + \

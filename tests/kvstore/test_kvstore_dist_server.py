@@ -11,9 +11,9 @@ import pytest
 
 import mxref as mx
 from mxref.kvstore.compression import GradientCompression
-from mxref.kvstore.dist.comm import Cmd, Message
-from mxref.kvstore.dist.roles import assign_roles
-from mxref.kvstore.dist.server import Server
+from mxref.kvstore.ps.comm import Cmd, Message
+from mxref.kvstore.ps.roles import assign_roles
+from mxref.kvstore.ps.server import Server
 
 KEY = (0, "w", 0)
 W1, W2, W3 = 1, 2, 3            # MPI ranks of workers 0, 1, 2 (one server: rank 0)
@@ -48,9 +48,11 @@ def server():
 
 
 def init(srv, mode, tau=0, value=None):
+    """INIT of KEY under the consistency model ``dist_<mode>`` (ssp takes ``tau``)."""
     value = np.zeros(4, np.float32) if value is None else value
-    srv.handle(message(W1, Cmd.INIT, meta={"shape": (4,), "dtype": "<f4", "mode": mode, "tau": tau},
-                       data=value))
+    options = {"tau": tau} if mode == "ssp" else {}
+    srv.handle(message(W1, Cmd.INIT, meta={"shape": (4,), "dtype": "<f4", "mode": f"dist_{mode}",
+                                           "options": options}, data=value))
     assert srv.comm.take() == [(W1, Cmd.REPLY, 1, None, None)]
 
 
@@ -86,7 +88,7 @@ def test_sync_round_counts_workers_not_requests(server):
     assert [m[:3] for m in server.comm.take()] == [(W1, Cmd.REPLY, 1), (W2, Cmd.REPLY, 1),
                                                   (W3, Cmd.REPLY, 1)]
     assert (stored(server) == 6).all()
-    assert server._parts[KEY].contrib == {W1}      # the early push opened round two
+    assert server._parts[KEY].model.contrib == {W1}      # the early push opened round two
 
 
 def test_finished_worker_stops_counting(server):
@@ -175,3 +177,10 @@ def test_barrier_counts_active_workers(server):
     assert [m[:3] for m in server.comm.take()] == [(W3, Cmd.REPLY, 6), (W1, Cmd.REPLY, 4),
                                                   (W2, Cmd.REPLY, 5)]
     assert all(q.get_nowait() == ("done", W3) for q in server._shards)
+
+
+def test_init_naming_an_unknown_model_is_refused(server):
+    """A key part's INIT names its consistency model; one this server does not know fails."""
+    with pytest.raises(mx.MXNetError, match="unknown consistency model 'dist_nope'"):
+        server.handle(message(W1, Cmd.INIT, meta={"shape": (4,), "dtype": "<f4", "mode": "dist_nope",
+                                                  "options": {}}, data=np.zeros(4, np.float32)))

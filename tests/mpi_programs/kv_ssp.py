@@ -10,6 +10,7 @@ import os
 import time
 
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import kvstore
@@ -49,8 +50,8 @@ def main():
     # tau from the name, then from MXREF_KV_STALENESS (the driver sets it to 2).
     for name, tau in (("dist_ssp:0", 0), ("dist_ssp", int(os.environ["MXREF_KV_STALENESS"]))):
         n, r, gap = check(name, tau)
-        print(f"worker {r}: tau={tau} max gap {gap:g}")
-    print(f"worker {r} of {n}: OK")
+        report(f"worker {r}: tau={tau} max gap {gap:g}")
+    report(f"worker {r} of {n}: OK")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ others live on, and the server's round timeout names the dead worker instead.
 """
 import os
 
+from report import report
+
 import mxref as mx
 from mxref import kvstore
 
@@ -18,12 +20,12 @@ def main():
     out = mx.nd.zeros((8,))
     for t in range(50):
         if r == n - 1 and t == 2:
-            print(f"worker {r}: exiting abruptly", flush=True)
+            report(f"worker {r}: exiting abruptly")
             os._exit(3)
         kv.push(0, mx.nd.ones((8,)))
         kv.pull(0, out=out)
         out.wait_to_read()
-    print(f"worker {r} of {n}: finished all rounds (unexpected)")
+    report(f"worker {r} of {n}: finished all rounds (unexpected)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ formula.
 import sys
 
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import kvstore
@@ -69,8 +70,8 @@ def main():
         mom = 0.9 * mom - 0.1 * (gsum / n)
         ref_w = ref_w + mom
         assert np.allclose(w.asnumpy(), ref_w, rtol=1e-5, atol=1e-6), (t, w.asnumpy()[0], ref_w[0])
-    print(f"worker {r}: placement {sorted(map(str, kv.placement))} loads {kv.server_loads}")
-    print(f"worker {r} of {n}: OK")
+    report(f"worker {r}: placement {sorted(map(str, kv.placement))} loads {kv.server_loads}")
+    report(f"worker {r} of {n}: OK")
 
 
 if __name__ == "__main__":

@@ -1,24 +1,27 @@
-"""The one thread per process that owns MPI: it sends, receives and times out kvstore messages.
+"""The one thread per process that owns its ``Link``: it sends, receives and times out kvstore messages.
 
 Every other thread (engine workers, the server's update threads, the main thread) hands it work
-through a queue and is called back when the answer arrives; nothing else touches MPI, so MPI
-only needs ``MPI_THREAD_SERIALIZED`` (mpi4py asks for ``MULTIPLE`` by default; less is refused).
+through a queue and is called back when the answer arrives; nothing else touches the link, so
+over MPI (``MPILink``) MPI only needs ``MPI_THREAD_SERIALIZED`` (mpi4py asks for ``MULTIPLE`` by
+default; less is refused). The in-process link (``LocalLink``: workers and servers as threads of
+one process) carries the same protocol, which is how the protocol tests run without mpiexec.
 
 A message is a small pickled header ``(cmd, rid, key, meta, nbytes)`` on tag ``TAG_CTRL``, then,
-when ``nbytes > 0``, the raw bytes of one numpy buffer on tag ``TAG_DATA`` (mpi4py's buffer
-interface: no pickle on the data path). MPI keeps messages of one sender and tag in order, and
-this thread posts the receive for a sender's data in the order of that sender's headers, so
-header and data always pair up without sequence numbers. A reply carries the request's ``rid``;
-a pull's reply is received straight into the destination array.
+when ``nbytes > 0``, the raw bytes of one numpy buffer on tag ``TAG_DATA`` (no pickle on the data
+path). A link keeps messages of one sender and tag in order, and this thread posts the receive
+for a sender's data in the order of that sender's headers, so header and data always pair up
+without sequence numbers. A reply carries the request's ``rid``; a pull's reply is received
+straight into the destination array.
 
 Every request has a deadline (``MXREF_KV_TIMEOUT`` seconds, default 300); when it passes, the
-request fails with an ``MXNetError`` naming the rank that did not answer. An MPI error fails
+request fails with an ``MXNetError`` naming the rank that did not answer. A link error fails
 every request in flight, so no caller waits forever.
 """
 from __future__ import annotations
 
 import enum
 import itertools
+import pickle
 import queue
 import threading
 import time
@@ -28,6 +31,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 import numpy as np
 
 from ...base import MXNetError, env_float
+from ...collective.base import Link, as_bytes
 from .roles import Roles
 
 __all__ = ["Cmd", "Message", "Comm", "kv_timeout", "TAG_CTRL", "TAG_DATA"]
@@ -75,7 +79,7 @@ class _Pending:
 def _bytes(arr: np.ndarray) -> np.ndarray:
     if not arr.flags.c_contiguous:
         raise MXNetError("kvstore comm: message buffers must be contiguous")
-    return arr.reshape(-1).view(np.uint8)
+    return as_bytes(arr)
 
 
 class Comm:
@@ -83,8 +87,10 @@ class Comm:
 
     Parameters
     ----------
-    mpi_comm : mpi4py.MPI.Comm
-        A communicator of its own (the store ``Dup``s ``COMM_WORLD``), used by no other thread.
+    link : Link
+        The process's link to every other rank (MPI: an ``MPILink`` on a communicator of its own,
+        which the store ``Dup``s from ``COMM_WORLD``; or a ``LocalLink`` for threads), used by no
+        other thread. An mpi4py communicator is accepted too and wrapped in an ``MPILink``.
     roles : Roles
         For naming ranks in errors.
     handler : callable, optional
@@ -92,21 +98,21 @@ class Comm:
         it runs on this thread, so it must only hand the message on.
     """
 
-    def __init__(self, mpi_comm, roles: Roles, handler: Optional[Callable[[Message], None]] = None):
-        from mpi4py import MPI  # noqa: PLC0415 - mpi4py is optional for mxref as a whole
-        if MPI.Query_thread() < MPI.THREAD_SERIALIZED:
-            raise MXNetError("kvstore dist needs MPI initialised with at least MPI_THREAD_SERIALIZED "
-                             f"(got level {MPI.Query_thread()}); do not set mpi4py.rc.thread_level "
-                             "below 'serialized'")
-        self._MPI = MPI
-        self.comm = mpi_comm
+    def __init__(self, link, roles: Roles, handler: Optional[Callable[[Message], None]] = None):
+        if not isinstance(link, Link):
+            from ...collective.mpi_engine import MPILink  # noqa: PLC0415 - mpi4py is optional
+            link = MPILink(link)
+        # One thread (this one) calls the link, but not the main thread: MPI must allow that.
+        if hasattr(link, "require_serialized"):
+            link.require_serialized("kvstore dist")
+        self.link = link
         self.roles = roles
         self.handler = handler
         self._outbox: "queue.SimpleQueue" = queue.SimpleQueue()
         self._pending: Dict[int, _Pending] = {}
         self._lock = threading.Lock()          # guards _pending between callers and the thread
         self._rids = itertools.count(1)
-        self._sends: List = []                 # (request, buffer kept alive) in flight
+        self._sends: List = []                 # link requests in flight (they keep their buffers)
         self._incoming: deque = deque()        # (header, src, buffer, request) waiting for data
         self._stop = threading.Event()
         self.broken: Optional[MXNetError] = None
@@ -134,7 +140,7 @@ class Comm:
         """Send a request; ``callback(message, error)`` runs on this thread when it is answered.
 
         ``recv_into`` receives the reply's data in place (its size must match). On an ERROR
-        reply, a timeout or an MPI failure, ``error`` is an ``MXNetError`` and ``message`` None.
+        reply, a timeout or a link failure, ``error`` is an ``MXNetError`` and ``message`` None.
         ``what`` names the request in those errors (default: the command and key).
         """
         timeout = kv_timeout() if timeout is None else timeout
@@ -190,40 +196,41 @@ class Comm:
 
     # -- the thread ------------------------------------------------------------------------------
     def _loop(self) -> None:
-        MPI = self._MPI
-        status = MPI.Status()
+        link = self.link
         idle = 0
         next_check = time.monotonic()
         try:
             while True:
                 busy = self._send_queued()
-                while self.comm.Iprobe(MPI.ANY_SOURCE, TAG_CTRL, status):
-                    self._receive_header(status.Get_source())
+                while True:
+                    got = link.probe(TAG_CTRL)
+                    if got is None:
+                        break
+                    self._receive_header(*got)
                     busy = True
                 busy |= self._finish_incoming()
                 if self._sends:
-                    self._sends = [s for s in self._sends if not s[0].Test()]
+                    self._sends = [s for s in self._sends if not s.test()]
                 now = time.monotonic()
                 if now >= next_check:
                     self._expire(now)
                     next_check = now + 0.05
                 if self._stop.is_set() and self._outbox.empty() and not self._sends:
                     return
-                # NOTE: MPI has no blocking wait on "a message or a queue item", so the thread
+                # NOTE: a link has no blocking wait on "a message or a queue item", so the thread
                 # polls; it backs off to 1 ms sleeps when idle so that servers and workers
                 # sharing a few cores do not starve each other, but stays on short sleeps while
-                # a transfer is in flight, since this thread is what drives MPI's progress.
+                # a transfer is in flight, since this thread is what drives the link's progress.
                 in_flight = self._sends or self._incoming
                 idle = 0 if busy else min(idle + 1, 1 if in_flight else 20)
                 if idle:
                     time.sleep(idle * 5e-5)
         except Exception as exc:  # noqa: BLE001 - every waiter must hear about it
-            self._fail_all(MXNetError(f"kvstore: communication (MPI) failed on "
+            self._fail_all(MXNetError(f"kvstore: communication ({link.kind}) failed on "
                                       f"{self.roles.name(self.roles.mpi_rank)}: "
                                       f"{type(exc).__name__}: {exc}"))
 
     def _send_queued(self) -> bool:
-        MPI = self._MPI
         busy = False
         while True:
             try:
@@ -232,14 +239,15 @@ class Comm:
                 return busy
             busy = True
             buf = None if data is None else _bytes(data)
-            header = header + (0 if buf is None else buf.size,)
-            self._sends.append((self.comm.isend(header, dest, TAG_CTRL), None))
+            head = np.frombuffer(pickle.dumps(header + (0 if buf is None else buf.size,)), np.uint8)
+            self._sends.append(self.link.isend(dest, head, TAG_CTRL))
             if buf is not None and buf.size:
-                self._sends.append((self.comm.Isend([buf, MPI.BYTE], dest, TAG_DATA), buf))
+                self._sends.append(self.link.isend(dest, buf, TAG_DATA))
 
-    def _receive_header(self, src: int) -> None:
-        MPI = self._MPI
-        header = self.comm.recv(source=src, tag=TAG_CTRL)
+    def _receive_header(self, src: int, size: int) -> None:
+        head = np.empty(size, np.uint8)
+        self.link.recv(src, head, TAG_CTRL)      # already arrived: probe saw it
+        header = pickle.loads(head.tobytes())
         cmd, rid, _key, _meta, nbytes = header
         buf = req = None
         if nbytes:
@@ -248,20 +256,20 @@ class Comm:
                     pend = self._pending.get(rid)
                 buf = pend.recv_into if pend is not None else None
                 if buf is not None and buf.size != nbytes:
-                    # Receive it anyway (MPI needs a matching receive), then fail the request.
+                    # Receive it anyway (the link needs a matching receive), then fail the request.
                     buf = None
                     header = (Cmd.ERROR, rid, _key, {"msg": f"reply of {nbytes} bytes does not fit "
                                                      f"the {pend.recv_into.size}-byte destination"}, nbytes)
             if buf is None:
                 buf = np.empty(nbytes, np.uint8)
-            req = self.comm.Irecv([buf, MPI.BYTE], src, TAG_DATA)
+            req = self.link.irecv(src, buf, TAG_DATA)
         self._incoming.append((header, src, buf, req))
 
     def _finish_incoming(self) -> bool:
         busy = False
         while self._incoming:
             header, src, buf, req = self._incoming[0]
-            if req is not None and not req.Test():
+            if req is not None and not req.test():
                 return busy
             self._incoming.popleft()
             busy = True

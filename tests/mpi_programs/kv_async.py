@@ -7,6 +7,7 @@
    weight converges to ``target``.
 """
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import kvstore
@@ -49,7 +50,7 @@ def main():
     kv.pull("x", out=x)
     err = np.abs(x.asnumpy() - target).max()
     assert err < 1e-2, (x.asnumpy(), target)
-    print(f"worker {r} of {n}: OK (async error {err:.2e})")
+    report(f"worker {r} of {n}: OK (async error {err:.2e})")
 
 
 if __name__ == "__main__":

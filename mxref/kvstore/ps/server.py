@@ -9,17 +9,9 @@ returns to user code (MXNet's ``KVStoreDistServer``). Three kinds of threads:
   and update in parallel (MXNet runs every update on one thread: complaint 4);
 * a control thread for barriers, ``DONE`` notices, updaters and compression settings.
 
-Consistency, per key part (``mode`` comes with the key's INIT from worker 0):
-
-``sync``   pushes are summed; the acknowledgements are withheld until every *active* worker
-           has pushed once, then the update (or, without an updater, replacement by the sum) is
-           applied and everyone is acknowledged. A worker pulls only after its push was
-           acknowledged (the worker's engine orders it), so it sees the finished round.
-``async``  each push is applied on arrival and acknowledged at once.
-``ssp``    (bounded delay ``tau``) each push is applied on arrival, but a push that makes its
-           worker more than ``tau`` pushes ahead of the slowest active worker on that key is
-           acknowledged only once the slowest catches up; the worker cannot push or pull the key
-           meanwhile, so no pull sees a value missing more than ``tau`` clocks of anyone.
+Consistency, per key part, is a strategy object (``consistency/``: ``dist_sync``, ``dist_async``,
+``dist_ssp``, or any registered model) named in the key's INIT from worker 0: the server stores,
+merges and applies; the model decides when a push is applied and when it is acknowledged.
 
 A worker that finishes sends ``DONE``; from then on rounds, barriers and clocks count only the
 workers still active, which is how workers with unequal numbers of batches all finish. A round
@@ -34,14 +26,14 @@ import queue
 import threading
 import time
 import zlib
-from collections import deque
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from ...base import env_int
 from ..compression import GradientCompression
 from .comm import Cmd, Comm, Message, kv_timeout
+from .consistency import Consistency, PartContext, get_consistency
 from .roles import Roles
 
 __all__ = ["Server", "server_threads"]
@@ -52,22 +44,37 @@ def server_threads() -> int:
     return max(1, env_int("MXREF_KV_SERVER_THREADS", min(4, os.cpu_count() or 1)))
 
 
-class _KeyPart:
-    """One key part on this server: its value, and the state of its open round or clocks."""
+class _KeyPart(PartContext):
+    """One key part on this server: its value, and the consistency model deciding about its pushes."""
 
-    def __init__(self, key, shape, dtype, mode: str, tau: int, workers):
+    def __init__(self, server: "Server", key, shape, dtype, mode: str, options: dict, workers):
         from ... import ndarray as nd  # noqa: PLC0415 - the server builds NDArrays only once running
+        self.server = server
         self.key = key                   # (store id, user key, part index)
-        self.mode, self.tau = mode, tau
         self.stored = nd.empty(shape, dtype=dtype)     # the value, an NDArray for updaters
-        self.merged = nd.empty(shape, dtype=dtype)     # the round's sum / the arriving gradient
+        self.merged_nd = nd.empty(shape, dtype=dtype)  # the round's sum / the arriving gradient
         self.nbytes = self.stored.size * self.stored._dtype.itemsize
-        self.contrib: set = set()        # sync: workers that pushed in the open round
-        self.acks: List[Tuple[int, int]] = []          # sync: (src, rid) waiting for the round
-        self.opened = 0.0
-        self.backlog: Dict[int, deque] = {}            # sync: a worker's next-round pushes
-        self.clock = dict.fromkeys(workers, 0)         # ssp/async: pushes applied per worker
-        self.held: List[Tuple[int, int, int, float]] = []   # ssp: (clock, src, rid, since)
+        self.model: Consistency = get_consistency(mode)(self, workers, **options)
+
+    # -- what the model may ask (PartContext) -----------------------------------------------------
+    @property
+    def merged(self) -> np.ndarray:
+        return self.merged_nd._data()
+
+    def gradient(self, msg: Message) -> np.ndarray:
+        return self.server._as_array(self, msg, msg.meta.get("compressed", False))
+
+    def apply(self, grad: np.ndarray, replace: bool) -> None:
+        self.server._apply(self, grad, replace)
+
+    def reply(self, src: int, rid: int) -> None:
+        self.server._reply(src, rid)
+
+    def error(self, src: int, rid: int, text: str) -> None:
+        self.server._error(src, rid, self.key, text)
+
+    def names(self, ranks) -> str:
+        return self.server._names(ranks)
 
 
 class Server:
@@ -75,18 +82,23 @@ class Server:
 
     Parameters
     ----------
-    mpi_comm : mpi4py.MPI.Comm
-        The store's duplicate of ``COMM_WORLD``.
+    link : Link
+        This server's link to the workers (an ``MPILink`` on the store's duplicate of
+        ``COMM_WORLD``, or a ``LocalLink`` when servers are threads).
     roles : Roles
         This process's role (a server).
     comm : optional
         Anything with ``post(dest, cmd, rid, key, meta, data)`` to use instead of a ``Comm``.
+    own_process : bool
+        The server is the whole process (under mpiexec), so it may switch the process's engine
+        to ``NaiveEngine``; a server thread beside workers (in-process jobs) leaves it alone.
     """
 
-    def __init__(self, mpi_comm, roles: Roles, comm=None):
+    def __init__(self, link, roles: Roles, comm=None, own_process: bool = True):
         self.roles = roles
+        self.own_process = own_process
         # ``comm`` lets tests drive the server logic with a stand-in that records replies.
-        self.comm = comm if comm is not None else Comm(mpi_comm, roles, self._dispatch)
+        self.comm = comm if comm is not None else Comm(link, roles, self._dispatch)
         workers = range(roles.num_servers, roles.world_size)      # MPI ranks of the workers
         self.nthreads = server_threads()
         self._shards = [queue.SimpleQueue() for _ in range(self.nthreads)]
@@ -107,7 +119,8 @@ class Server:
         # NOTE: updates run synchronously on the update threads (numpy releases the GIL), so
         # several keys really update at once; a threaded engine would funnel them through its
         # single CPU worker.
-        engine.set_engine("NaiveEngine")
+        if self.own_process:
+            engine.set_engine("NaiveEngine")
         threads = [threading.Thread(target=self._shard_loop, args=(i,), daemon=True,
                                     name=f"kvstore server update {i}") for i in range(self.nthreads)]
         threads.append(threading.Thread(target=self._control_loop, daemon=True,
@@ -219,8 +232,8 @@ class Server:
             m = msg.meta
             if key in self._parts:
                 raise ValueError(f"key part {key!r} initialised twice")
-            kp = self._parts[key] = _KeyPart(key, tuple(m["shape"]), np.dtype(m["dtype"]),
-                                            m["mode"], m["tau"], self._workers)
+            kp = self._parts[key] = _KeyPart(self, key, tuple(m["shape"]), np.dtype(m["dtype"]),
+                                            m["mode"], m.get("options", {}), self._workers)
             mine.append(kp)
             kp.stored._data()[...] = self._as_array(kp, msg, compressed=False)
             self._reply(msg.src, msg.rid)
@@ -231,14 +244,11 @@ class Server:
                            "initialises keys; call kv.init on every worker, in the same order)")
         if msg.cmd == Cmd.PULL:
             value = kp.stored._data()
-            # NOTE: in sync mode the value cannot change while this reply is sent: the next round
-            # needs the puller's own push, which its engine issues only after this pull. The
-            # other modes update on arrival, so they send a snapshot.
-            self._reply(msg.src, msg.rid, key, value if kp.mode == "sync" else value.copy())
-        elif kp.mode == "sync":
-            self._push_sync(kp, msg, active)
+            # NOTE: a model that updates on arrival may change the value while this reply is
+            # being sent, so it asks for a snapshot; sync's value cannot change meanwhile.
+            self._reply(msg.src, msg.rid, key, value.copy() if kp.model.snapshot_pulls else value)
         else:
-            self._push_async(kp, msg, active)
+            kp.model.push(msg, active)
 
     def _as_array(self, kp: _KeyPart, msg: Message, compressed: bool) -> np.ndarray:
         """The message's data as an array of the key part's shape and dtype."""
@@ -264,88 +274,31 @@ class Server:
                                  "before the first push)")
             np.copyto(kp.stored._data(), grad)
             return
-        if grad is not kp.merged._data():
-            np.copyto(kp.merged._data(), grad)
-        updater(kp.key[1], kp.merged, kp.stored)
+        merged = kp.merged
+        if grad is not merged:
+            np.copyto(merged, grad)
+        updater(kp.key[1], kp.merged_nd, kp.stored)
         kp.stored.wait_to_read()
 
-    def _push_sync(self, kp: _KeyPart, msg: Message, active: set) -> None:
-        if msg.src in kp.contrib:                # its next round came early: keep it in order
-            kp.backlog.setdefault(msg.src, deque()).append(msg)
-            return
-        grad = self._as_array(kp, msg, msg.meta.get("compressed", False))
-        merged = kp.merged._data()
-        if not kp.contrib:
-            np.copyto(merged, grad)
-            kp.opened = time.monotonic()
-        else:
-            np.add(merged, grad, out=merged)
-        kp.contrib.add(msg.src)
-        kp.acks.append((msg.src, msg.rid))
-        self._progress(kp, active)
-
-    def _push_async(self, kp: _KeyPart, msg: Message, active: set) -> None:
-        self._apply(kp, self._as_array(kp, msg, msg.meta.get("compressed", False)), replace=False)
-        kp.clock[msg.src] += 1
-        kp.held.append((kp.clock[msg.src], msg.src, msg.rid, time.monotonic()))
-        self._progress(kp, active)
-
     def _progress(self, kp: _KeyPart, active: set) -> None:
-        """Close a complete sync round, or release the ssp acknowledgements now within ``tau``."""
-        if kp.mode == "sync":
-            while kp.contrib and active <= kp.contrib:
-                acks, kp.acks, kp.contrib = kp.acks, [], set()
-                try:
-                    self._apply(kp, kp.merged._data(), replace=True)
-                except Exception as exc:  # noqa: BLE001 - every worker of the round must hear it
-                    for src, rid in acks:
-                        self._error(src, rid, kp.key, f"update failed: {type(exc).__name__}: {exc}")
-                    continue
-                for src, rid in acks:
-                    self._reply(src, rid)
-                waiting = [q.popleft() for q in kp.backlog.values() if q]
-                for m in waiting:
-                    self._push_sync(kp, m, active)
-                if waiting:
-                    return           # _push_sync above already progressed the new round
-            return
-        slowest = min((kp.clock[w] for w in active), default=None)
-        keep = []
-        for entry in kp.held:
-            if slowest is None or kp.mode == "async" or entry[0] - slowest <= kp.tau:
-                self._reply(entry[1], entry[2])
-            else:
-                keep.append(entry)
-        kp.held = keep
+        """Let the part's model release what it can (after a worker finished)."""
+        kp.model.progress(active)
 
     def _check_rounds(self, mine: List[_KeyPart], active: set, now: float) -> None:
         limit = kv_timeout()
         for kp in mine:
-            if kp.acks and now - kp.opened > limit:
-                missing = sorted(active - kp.contrib)
-                text = (f"sync round of key {kp.key[1]!r}: {self._names(missing)} did not push within "
-                        f"MXREF_KV_TIMEOUT={limit:g}s (pushed: {self._names(sorted(kp.contrib))})")
-                for src, rid in kp.acks:
-                    self._error(src, rid, kp.key, text)
-                kp.acks, kp.contrib = [], set()
-            if kp.held and now - min(h[3] for h in kp.held) > limit:
-                slow = sorted(w for w in active if kp.clock[w] == min(kp.clock[a] for a in active))
-                text = (f"bounded delay on key {kp.key[1]!r} (tau={kp.tau}): {self._names(slow)} "
-                        f"did not push within MXREF_KV_TIMEOUT={limit:g}s")
-                for _, src, rid, _ in kp.held:
-                    self._error(src, rid, kp.key, text)
-                kp.held = []
+            kp.model.expire(active, now, limit)
 
     def _names(self, ranks) -> str:
         return ", ".join(self.roles.name(r) for r in ranks) or "none"
 
 
-def run_server(mpi_comm, roles: Roles) -> Optional[Exception]:
+def run_server(link, roles: Roles, own_process: bool = True) -> Optional[Exception]:
     """Serve until every worker is done; return the communication failure that ended it, if any.
 
-    The caller finalises MPI and exits.
+    Under mpiexec the caller then finalises MPI and exits.
     """
-    server = Server(mpi_comm, roles)
+    server = Server(link, roles, own_process=own_process)
     server.run()
     return server.comm.broken
 

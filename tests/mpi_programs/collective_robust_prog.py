@@ -1,6 +1,6 @@
 """A robust-engine job for the launcher tests; ``KILL_AT=rank,iteration`` SIGKILLs that rank once.
 
-    python -m mxref.tools.launch -n 3 --engine robust -- python tests/dist/collective_robust_prog.py
+    python -m mxref.tools.launch -n 3 --engine robust -- python tests/mpi_programs/collective_robust_prog.py
 Each rank prints one JSON line with its final model, local model and version.
 """
 import json

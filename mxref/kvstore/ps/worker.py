@@ -15,19 +15,20 @@ One key on a worker (MXNet's ``KVStoreDist``)::
 
 Because both ops write comm_buf, a pull waits for the acknowledgement of the push before it, and
 a push for the pull before it: that one engine dependency is the whole worker-side consistency
-logic. The acknowledgement itself carries the model (``server.py``): after the whole round in
-``dist_sync``, at once in ``dist_async``, within ``tau`` clocks of the slowest in ``dist_ssp``.
+logic. The acknowledgement itself carries the model (``consistency/``, applied by the servers):
+after the whole round in ``dist_sync``, at once in ``dist_async``, within ``tau`` clocks of the
+slowest in ``dist_ssp``. A store's type name picks the model from the registry, so a newly
+registered model needs no store class of its own.
 
 ``init``: worker 0 sends the values; then all workers meet at a barrier. ``set_optimizer``:
 worker 0 pickles the updater to every server, then a barrier. At exit each worker waits for its
 engine, sends ``DONE`` to every server and stops its communication thread; a worker dying from
-an uncaught exception aborts the whole MPI job instead, so nobody waits for it.
+an uncaught exception aborts the whole MPI job instead, so nobody waits for it. (In an in-process
+job, ``inprocess.py``, each worker thread does the same when its function returns or raises.)
 """
 from __future__ import annotations
 
-import atexit
 import pickle
-import sys
 import threading
 from typing import Callable, List, Optional
 
@@ -36,88 +37,20 @@ import numpy as np
 from ... import engine as _engine
 from ... import ndarray as nd
 from ... import optimizer as _opt
-from ...base import MXNetError, env_int
+from ...base import MXNetError
 from ...context import cpu
 from ...engine.base import FnProperty
-from ...engine.naive import NaiveEngine
 from ...ndarray import NDArray
 from ..base import KVStore, copy_into
 from ..base import create as _base_create
 from ..local import LocalKVStore
-from .comm import Cmd, Comm, kv_timeout
+from .comm import Cmd, kv_timeout
+from .consistency import get_consistency, model_for_store
+from .consistency.ssp import DEFAULT_STALENESS
 from .placement import Placement
-from .roles import Roles, assign_roles
-from .server import run_server
+from .runtime import runtime
 
-__all__ = ["DistKVStore", "DistAsyncKVStore", "DistSSPKVStore", "create", "runtime",
-           "DEFAULT_STALENESS"]
-
-DEFAULT_STALENESS = 2
-
-
-class _Runtime:
-    """What a process sets up once for every dist store: its role, a communicator, the thread."""
-
-    def __init__(self):
-        try:
-            from mpi4py import MPI  # noqa: PLC0415 - mpi4py is optional for mxref as a whole
-        except ImportError as exc:
-            raise MXNetError("dist kvstore types need mpi4py (pip install mpi4py) and a launch "
-                             "under mpiexec") from exc
-        self.MPI = MPI
-        world = MPI.COMM_WORLD
-        self.roles: Roles = assign_roles(world.Get_rank(), world.Get_size())
-        # Our own communicator, so our tags never meet the collective module's or the user's.
-        self.mpi_comm = world.Dup()
-        self.comm: Optional[Comm] = None
-        self.next_store_id = 0
-        self.closed = False
-
-    def start_worker(self) -> Comm:
-        if self.comm is None:
-            self.comm = Comm(self.mpi_comm, self.roles).start()
-            atexit.register(self.finish)
-        return self.comm
-
-    def servers(self) -> List[int]:
-        return [self.roles.server_mpi_rank(s) for s in range(self.roles.num_servers)]
-
-    def finish(self) -> None:
-        """At exit: drain the engine, tell every server this worker is done, stop the thread."""
-        if self.closed or self.comm is None:
-            return
-        self.closed = True
-        if getattr(sys, "last_value", None) is not None:
-            # NOTE: an uncaught exception: the others must not go on waiting for this worker's
-            # pushes, and MPI_Finalize could block, so end the whole job now (mpi4py's own
-            # ``python -m mpi4py`` does the same).
-            sys.stderr.write(f"kvstore: {self.roles.name(self.roles.mpi_rank)} failed with an "
-                             "uncaught exception; aborting the MPI job\n")
-            sys.stderr.flush()
-            self.MPI.COMM_WORLD.Abort(1)
-        try:
-            _engine.get().wait_for_all()
-        except MXNetError:
-            pass    # already raised to the user, or nobody waited for it; the servers need DONE
-        try:
-            self.comm.call(self.servers(), Cmd.DONE)
-        except MXNetError as exc:
-            sys.stderr.write(f"kvstore: could not tell the servers that "
-                             f"{self.roles.name(self.roles.mpi_rank)} is done: {exc}\n")
-        self.comm.stop()
-
-
-_runtime: Optional[_Runtime] = None
-_runtime_lock = threading.Lock()
-
-
-def runtime() -> _Runtime:
-    """The process's dist runtime, made on first use (every rank must make it: ``Dup`` is collective)."""
-    global _runtime
-    with _runtime_lock:
-        if _runtime is None:
-            _runtime = _Runtime()
-        return _runtime
+__all__ = ["DistKVStore", "DistAsyncKVStore", "DistSSPKVStore", "create", "DEFAULT_STALENESS"]
 
 
 class _Countdown:
@@ -147,30 +80,34 @@ class DistKVStore(LocalKVStore):
     """
 
     registry_names = ("dist_sync", "dist", "dist_sync_device", "dist_device_sync")
-    mode = "sync"
+    default_model = "dist_sync"         # the consistency model when the name names none
 
     def __init__(self, name: str = "dist_sync"):
+        model = model_for_store(name) or get_consistency(self.default_model)
+        options = model.options(name)       # a bad option fails on every rank alike
         super().__init__(name)
         rt = runtime()
         if rt.roles.is_server:
-            failure = run_server(rt.mpi_comm, rt.roles)
-            if failure is not None:
-                sys.stderr.write(f"{failure}\n")
-                rt.MPI.COMM_WORLD.Abort(1)
-            if not rt.MPI.Is_finalized():
-                rt.MPI.Finalize()
-            sys.exit(0)
+            rt.serve()                      # under mpiexec: never returns
         self._rt = rt
         self._comm = rt.start_worker()
         self._sid = rt.next_store_id
         rt.next_store_id += 1
-        self._tau = self._staleness(name)
+        rt.adopt(self)
+        self._model: type = model
+        self._options = options
         self._placement = Placement(rt.roles.num_servers)
         self._residual: dict = {}
         self._has_updater = False
 
-    def _staleness(self, name: str) -> int:
-        return 0
+    @property
+    def consistency(self) -> type:
+        """The consistency model class (``consistency/``) the servers apply to this store's keys."""
+        return self._model
+
+    @property
+    def capabilities(self) -> frozenset:
+        return frozenset({"optimizer", "distributed"}) | self._model.capabilities
 
     # -- properties ------------------------------------------------------------------------------
     @property
@@ -206,11 +143,12 @@ class DistKVStore(LocalKVStore):
         buf = self._store[key] = nd.empty(value.shape, cpu(0), value._dtype)
         copy_into(value, buf, 0, "KVStoreDistInit")
         if self.rank == 0:
-            meta = {"shape": None, "dtype": value._dtype.str, "mode": self.mode, "tau": self._tau}
+            meta = {"shape": None, "dtype": value._dtype.str, "mode": self._model.name,
+                    "options": self._options}
             self._send(key, Cmd.INIT, buf, buf, 0, meta)
 
     def _push_impl(self, key, values: List[NDArray], priority: int) -> None:
-        if self.mode != "sync" and not self._has_updater:
+        if self._model.needs_updater and not self._has_updater:
             raise MXNetError(f"kvstore {self.type}: pushing key {key!r} needs an optimizer on the "
                              "servers (Updater needs to be set for async mode): call "
                              "kv.set_optimizer(...) on every worker before the first push")
@@ -316,7 +254,7 @@ class DistAsyncKVStore(DistKVStore):
     """``dist_async``: each push is applied by the servers' optimizer on arrival."""
 
     registry_names = ("dist_async", "dist_async_device", "dist_device_async")
-    mode = "async"
+    default_model = "dist_async"
 
 
 @KVStore.register
@@ -325,44 +263,24 @@ class DistSSPKVStore(DistKVStore):
     a key ahead of the slowest (``tau`` from the name, else ``MXREF_KV_STALENESS``, default 2)."""
 
     registry_names = ("dist_ssp",)
-    mode = "ssp"
-
-    def _staleness(self, name: str) -> int:
-        _, _, tail = name.partition(":")
-        try:
-            tau = int(tail) if tail else env_int("MXREF_KV_STALENESS", DEFAULT_STALENESS)
-        except ValueError:
-            raise MXNetError(f"kvstore.create: bad staleness in {name!r}; use 'dist_ssp:4'") from None
-        if tau < 0:
-            raise MXNetError(f"kvstore.create: staleness must be >= 0, got {tau} in {name!r}")
-        return tau
+    default_model = "dist_ssp"
 
 
 def _push_comm_op(start: Callable, reads: List[NDArray], buf: NDArray, priority: int,
                   name: str) -> None:
-    """Push an engine op that calls ``start(done)`` and completes when ``done(error)`` is called.
-
-    On the threaded engine the op completes from the communication thread, so no engine thread
-    waits for the network. The naive engine runs everything at push, so there the op waits.
-    """
-    eng = _engine.get()
-    if isinstance(eng, NaiveEngine):
-        def fn(run_ctx, on_complete):
-            finished = threading.Event()
-            box = []
-            start(lambda err: (box.append(err), finished.set()))
-            finished.wait()
-            on_complete(box[0])
-    else:
-        def fn(run_ctx, on_complete):
-            start(on_complete)
-    eng.push_async(fn, cpu(0), [a._chunk.var for a in reads], [buf._chunk.var],
-                   FnProperty.CPU_PRIORITIZED, priority, name)
+    """Push an engine op that calls ``start(done)`` and completes when ``done(error)`` is called
+    (from the communication thread when the last reply arrives): the engine's ``push_external``."""
+    _engine.get().push_external(start, cpu(0), [a._chunk.var for a in reads], [buf._chunk.var],
+                                FnProperty.CPU_PRIORITIZED, priority, name)
 
 
 def create(name: str = "dist_sync") -> KVStore:
-    """``mx.kv.create`` that also accepts ``'dist_ssp:tau'``."""
-    head, sep, _ = name.lower().partition(":")
-    if sep and head == "dist_ssp":
-        return DistSSPKVStore(name.lower())
+    """``mx.kv.create`` for the dist types: any registered consistency model's name (with its
+    options, ``'dist_ssp:3'``) makes a parameter-server store; other names go to the registry."""
+    lname = name.lower()
+    if model_for_store(lname) is not None:
+        klass = KVStore.kv_registry.get(lname.partition(":")[0])
+        if not (isinstance(klass, type) and issubclass(klass, DistKVStore)):
+            klass = DistKVStore         # a model registered without a store class of its own
+        return klass(lname)
     return _base_create(name)

@@ -8,6 +8,7 @@ by ``1/B`` on each worker and the servers sum, so it equals one process taking t
 with ``step(B)``.
 """
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import kvstore as kvs
@@ -60,7 +61,7 @@ def main():
     want = train_gluon(X, y, None, B)
     for (k, a), b in zip(sorted(got.items()), [v for _, v in sorted(want.items())]):
         assert np.allclose(a, b, rtol=1e-4, atol=1e-5), (k, np.abs(a - b).max())
-    print(f"worker {r} of {n}: OK (accuracy {acc:.3f} on its shard, {acc_one:.3f} in one process)")
+    report(f"worker {r} of {n}: OK (accuracy {acc:.3f} on its shard, {acc_one:.3f} in one process)")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ times out and every waiting worker's pull raises ``MXNetError`` naming the missi
 import os
 import time
 
+from report import report
+
 import mxref as mx
 from mxref import kvstore
 
@@ -18,7 +20,7 @@ def main():
     late = n - 1
     if r == late:
         time.sleep(1.5 * float(os.environ["MXREF_KV_TIMEOUT"]))
-        print(f"worker {r} of {n}: OK (slept)")
+        report(f"worker {r} of {n}: OK (slept)")
         return
     kv.push(1, mx.nd.ones((4,)))
     out = mx.nd.zeros((4,))
@@ -30,7 +32,7 @@ def main():
         servers = int(os.environ.get("MXREF_NUM_SERVERS", "1"))
         name = f"worker {late} (MPI rank {late + servers})"
         assert name in text and "did not push" in text, text
-        print(f"worker {r} of {n}: OK ({text.splitlines()[0]})")
+        report(f"worker {r} of {n}: OK ({text.splitlines()[0]})")
     else:
         raise AssertionError("a round missing a worker completed")
 

@@ -9,6 +9,7 @@ starts every worker from a *different* random init, then broadcasts rank 0's par
 backward pass), so the result equals one process starting from rank 0's init over the ``n*B`` rows.
 """
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import autograd, gluon
@@ -64,8 +65,7 @@ def main():
     want = train_gluon(X, y, None, B, seed=10)
     for a, b in zip(got, want):
         assert np.allclose(a, b, rtol=1e-4, atol=1e-5), np.abs(a - b).max()
-    print(f"worker {r} of {n}: OK (accuracy {acc:.3f} on its shard, {acc_one:.3f} in one process)",
-          flush=True)
+    report(f"worker {r} of {n}: OK (accuracy {acc:.3f} on its shard, {acc_one:.3f} in one process)")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Run under mpiexec: the mpi engine's ring and tree allreduce and broadcast against MPI's own.
 
-    mpiexec -launcher fork -iface lo -n 4 python tests/dist/collective_mpi_check.py
+    mpiexec -launcher fork -iface lo -n 4 python tests/mpi_programs/collective_mpi_check.py
 Prints ``rank R OK`` per rank and exits non-zero on the first disagreement.
 """
 import sys
 
 import numpy as np
 from mpi4py import MPI
+from report import report
 
 from mxref import collective
 from mxref.base import MXNetError
@@ -73,7 +74,7 @@ def main():
             except MXNetError as exc:
                 assert "disagree" in str(exc) and "dtype=int32" in str(exc), str(exc)
         collective.finalize()
-    print(f"rank {rank} OK", flush=True)
+    report(f"rank {rank} OK")
 
 
 main()

@@ -5,6 +5,7 @@ exits, which sends DONE) no longer counts, so at step ``t`` everyone still runni
 sum of ``v + 1`` over the workers with ``3 + 2v > t``. The job must end with exit code 0.
 """
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import kvstore
@@ -24,7 +25,7 @@ def main():
         kv.pull("g", out=out)
         want = sum(v + 1 for v in range(n) if steps(v) > t)
         assert np.array_equal(out.asnumpy(), np.full(6, want, np.float32)), (t, out.asnumpy(), want)
-    print(f"worker {r} of {n}: OK after {steps(r)} steps")
+    report(f"worker {r} of {n}: OK after {steps(r)} steps")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ class AllreduceKVStore(LocalKVStore):
     """
 
     registry_names = ("dist_sync_allreduce",)
+    # No 'optimizer': the update runs on each worker (update_on_kvstore=False).
+    capabilities = frozenset({"distributed", "synchronous", "init_broadcast"})
     _drain_registered = False
 
     def __init__(self, name: str = "dist_sync_allreduce"):
@@ -96,11 +98,6 @@ class AllreduceKVStore(LocalKVStore):
     @property
     def num_workers(self) -> int:
         return self._coll.world_size
-
-    def is_capable(self, capability: str) -> bool:
-        """False for ``'optimizer'``: the update runs on each worker (``update_on_kvstore=False``)."""
-        super().is_capable(capability)      # unknown names raise
-        return False
 
     # -- the collective as an engine op --------------------------------------------------------
     def _collective_op(self, fn: Callable[[np.ndarray], None], src: Optional[NDArray], dst: NDArray,

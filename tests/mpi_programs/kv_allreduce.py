@@ -8,6 +8,7 @@ the optimizer itself (``is_capable``) and ignores ``MXREF_NUM_SERVERS``.
 import os
 
 import numpy as np
+from report import report
 
 import mxref as mx
 
@@ -55,7 +56,7 @@ def main():
     kv2.pull(0, out=out)
     assert np.allclose(out.asnumpy(), w, rtol=1e-6), (out.asnumpy(), w)
     kv2.barrier()
-    print(f"worker {r} of {n}: OK", flush=True)
+    report(f"worker {r} of {n}: OK")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ gradient with the plain reference below and must pull exactly their sum, includi
 big array (``MXNET_KVSTORE_BIGARRAY_BOUND`` is small in the test).
 """
 import numpy as np
+from report import report
 
 import mxref as mx
 from mxref import kvstore
@@ -40,7 +41,7 @@ def main():
         want = sum(reference_2bit(grad(v, t), residuals[v]) for v in range(n))
         got = out.asnumpy()
         assert np.array_equal(got, want), (t, np.abs(got - want).max())
-    print(f"worker {r} of {n}: OK (compressed, parts {kv.placement['c']})")
+    report(f"worker {r} of {n}: OK (compressed, parts {kv.placement['c']})")
 
 
 if __name__ == "__main__":
