@@ -21,8 +21,8 @@ import pytest
 
 import mxref as mx
 from mxref import autograd as ag
-from mxref._ext import switch
 from mxref import autograd_plain, nd
+from mxref._ext import switch
 from mxref.ndarray import imperative, invoke_plain
 from mxref.ndarray.ndarray import NDArray
 

@@ -202,6 +202,19 @@ def test_a_failing_worker_is_reported_and_the_others_finish():
         run_job(work, 2)
 
 
+def test_a_worker_failing_before_its_first_store_ends_the_job_with_its_error():
+    """A worker that raises before it made any store still tells the servers it is done, so the
+    job ends with that error; before, the servers waited for it until the job's timeout."""
+    def work():
+        if threading.current_thread().name == "ps worker 0":
+            raise ValueError("no store made")
+        kv = kvstore.create("dist_sync")
+        kv.init(0, mx.nd.zeros((2,)))
+        return kv.rank
+    with pytest.raises(ValueError, match="no store made"):
+        run_job(work, 3, 2, timeout=60)
+
+
 def test_a_job_needs_a_server_and_a_worker():
     """The same refusal as under mpiexec, before any thread starts."""
     with pytest.raises(mx.MXNetError, match="cannot hold 1 server"):

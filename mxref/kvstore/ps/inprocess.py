@@ -88,6 +88,10 @@ def run_job(fn: Callable[..., Any], num_workers: int, num_servers: int = 1, *arg
             errors[rank] = exc
         finally:
             try:
+                # A worker that failed before making any store has no communication thread yet;
+                # start one all the same, so its DONE reaches the servers and the job ends now
+                # with this error instead of at the timeout.
+                rt.start_worker()
                 rt.finish()
             finally:
                 bind_runtime(None)
