@@ -96,7 +96,8 @@ def load_checkpoint(prefix: str, epoch: int):
     """
     symbol = sym.load(f"{prefix}-symbol.json")
     arg_params, aux_params = load_params(prefix, epoch)
-    declared = {name: attrs["__dtype__"] for name, attrs in symbol.attr_dict().items() if "__dtype__" in attrs}
+    declared = {name: attrs["__dtype__"] for name, attrs in symbol.attr_dict().items()
+                if "__dtype__" in attrs}
     for kind, params in (("arg", arg_params), ("aux", aux_params)):
         for name, value in params.items():
             if name not in declared:

@@ -184,7 +184,8 @@ def _read_version(doc: dict) -> int:
     try:
         version = int(version_attr[1])
     except ValueError:
-        raise MXNetError(f"load_json: bad mxnet_version {version_attr!r:.200}, expected [\"int\", 10901]") from None
+        raise MXNetError(f"load_json: bad mxnet_version {version_attr!r:.200}, "
+                         "expected [\"int\", 10901]") from None
     if not 0 <= version < 10 ** 8:
         raise MXNetError(f"load_json: mxnet_version {version} is out of range")
     return version
