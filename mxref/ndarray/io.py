@@ -109,7 +109,8 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
 
 
-_MAX_ELEMENTS = (1 << 63) - 1   # MXNet's sizes are int64
+# MXNet's sizes are int64; numpy also needs elements * itemsize (at most 8 here) to fit.
+_MAX_ELEMENTS = 1 << 60
 
 
 def _bad(r: "_Reader", what: str, problem: str) -> MXNetError:
@@ -128,14 +129,14 @@ def _read_shape(r: _Reader, wide: bool, what: str):
 
 
 def _check_shape(r: _Reader, shape, what: str) -> None:
-    """Dimensions are non-negative and their product (zeros aside) fits in int64."""
+    """Dimensions are non-negative and their product (zeros aside) at most 2^60."""
     nonzero = 1
     for axis, dim in enumerate(shape):
         if dim < 0:
             raise _bad(r, what, f"has dimension {dim} at axis {axis} (must be >= 0)")
         nonzero *= max(dim, 1)
     if nonzero > _MAX_ELEMENTS:
-        raise _bad(r, what, f"{tuple(shape)} has more than 2^63 elements")
+        raise _bad(r, what, f"{tuple(shape)} has more than 2^60 elements")
 
 
 def _dtype(r: _Reader, flag: int, what: str) -> np.dtype:
@@ -247,6 +248,7 @@ def _read_array(r: _Reader, index: int):
         if magic == 0:
             return None
         shape = r.unpack(f"<{magic}I", f"{what} shape dimensions")
+        _check_shape(r, shape, f"{what} shape")
     r.unpack("<ii", f"{what} context")
     (flag,) = r.unpack("<i", f"{what} dtype")
     if stype:
