@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python benchmarks/fuzz_loaders.py --variants 5000`` (about ten seconds). For
 each format (``params``: ``mx.nd.load`` on a dense dict file and a sparse list file; ``symbol``:
 ``mx.sym.load`` on a ``-symbol.json``; ``rec``: ``MXRecordIO.read`` to the end of a ``.rec``, each
-record also through ``recordio.unpack``) it writes ``--variants`` mutated copies of a fixture and
+record also through ``recordio.unpack``; ``states``: ``Updater.set_states`` on an optimizer-state
+file, without the pickle opt-in) it writes ``--variants`` mutated copies of a fixture and
 loads each. The only allowed outcomes are success and ``MXNetError``; anything else (a bare ``ValueError``, a
 ``MemoryError`` from an allocation the address-space limit refused, ...) is printed with the
 variant's seed, which ``--only FORMAT:SEED`` replays. Prints counts per format and outcome; exits 1
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import os
 import random
@@ -42,6 +44,7 @@ SOURCES = {
                os.path.join(FIXTURES, "ndarray", "mxnet_sparse.nd")],
     "symbol": [os.path.join(FIXTURES, "module", "mxnet_bn_mlp-symbol.json")],
     "rec": [os.path.join(FIXTURES, "io", "mxnet191.rec")],
+    "states": [],   # made in memory by states_source()
 }
 INTERESTING = [0, 1, 2, 3, 7, 31, 32, 33, 255, 0x112, 2 ** 15, 2 ** 16, 2 ** 29 - 1, 2 ** 31 - 1, 2 ** 31,
                2 ** 32 - 1, 2 ** 32, 2 ** 40, 2 ** 62, 2 ** 63 - 1, -1, -2, -(2 ** 31), -(2 ** 63)]
@@ -240,12 +243,68 @@ def load_rec(path):
         rec.close()
 
 
-LOADERS = {"params": load_params, "symbol": load_symbol, "rec": load_rec}
+def load_states(path):
+    with open(path, "rb") as f:
+        mx.optimizer.get_updater(mx.optimizer.SGD()).set_states(f.read(), allow_pickle=False,
+                                                                  source=path)
+
+
+@functools.lru_cache(maxsize=1)
+def states_source() -> bytes:
+    """A valid optimizer-state file: Adam (multi-precision) with a scheduler, after two steps."""
+    optimizer = mx.optimizer.Adam(multi_precision=True, learning_rate=0.01,
+                                  lr_scheduler=mx.lr_scheduler.FactorScheduler(1, 0.5, base_lr=0.01))
+    updater = mx.optimizer.get_updater(optimizer)
+    weights = [mx.nd.ones((2, 3), dtype="float16"), mx.nd.ones((4,))]
+    for _ in range(2):
+        for i, w in enumerate(weights):
+            updater(i, mx.nd.ones(w.shape, dtype=w.dtype), w)
+    return updater.get_states(dump_optimizer=True)
+
+
+def mutate_states(blob: bytes, rng: random.Random) -> bytes:
+    """Byte edits of the whole file, or structure edits of its JSON entry (re-saved validly)."""
+    if rng.random() < 0.4:
+        return mutate_bytes(blob, rng, ndarray_fields(blob))
+    from mxref.optimizer import states_format
+    arrays = mx.nd.load_frombuffer(blob)
+    text = arrays[states_format.HEADER_KEY].asnumpy().tobytes().decode()
+    doc = json.loads(text)
+    nodes = []
+
+    def collect(v):
+        if isinstance(v, dict):
+            nodes.append(v)
+            for x in v.values():
+                collect(x)
+        elif isinstance(v, list):
+            nodes.append(v)
+            for x in v:
+                collect(x)
+    collect(doc)
+    for _ in range(rng.randint(1, 3)):
+        target = rng.choice(nodes)
+        if isinstance(target, dict) and target:
+            key = rng.choice(sorted(target))
+            target[key] = rng.choice([_odd_value(rng), {"t": rng.choice(["nd", "np", "ref", "obj", "scalar",
+                                                                         "dict", "x"])},
+                                      {"t": "scalar", "dtype": rng.choice(["V99999999999", "O", "<f8", "S9"]),
+                                       "v": 1}])
+        elif isinstance(target, list) and target:
+            target[rng.randrange(len(target))] = _odd_value(rng)
+    raw = json.dumps(doc).encode("utf-8", "surrogatepass")
+    arrays[states_format.HEADER_KEY] = mx.nd.array(list(raw), dtype="uint8")
+    return mx.nd.save_tobuffer(arrays)
+
+
+LOADERS = {"params": load_params, "symbol": load_symbol, "rec": load_rec, "states": load_states}
 
 
 def variant(fmt: str, seed: int) -> bytes:
     """The bytes of variant ``seed`` of format ``fmt`` (the same on every run and machine)."""
     rng = random.Random(f"{fmt}:{seed}")
+    if fmt == "states":
+        return mutate_states(states_source(), rng)
     source = SOURCES[fmt][seed % len(SOURCES[fmt])]
     blob = open(source, "rb").read()
     if fmt == "params":
@@ -282,7 +341,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", type=int, default=1000, help="variants per format")
     parser.add_argument("--seed", type=int, default=0, help="first variant seed")
-    parser.add_argument("--formats", default="params,symbol,rec")
+    parser.add_argument("--formats", default="params,symbol,rec,states")
     parser.add_argument("--headroom-mb", type=int, default=512)
     parser.add_argument("--only", help="replay one variant, FORMAT:SEED")
     parser.add_argument("--json", action="store_true", help="print the counts as one JSON object")

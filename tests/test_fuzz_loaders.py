@@ -1,9 +1,9 @@
 """Seeded fuzzing of the file loaders (``benchmarks/fuzz_loaders.py``, a small fixed set).
 
-Mutated copies of MXNet-written ``.params``, ``-symbol.json`` and ``.rec`` files may load or raise
-``MXNetError``; nothing else (no bare ``ValueError``, no ``MemoryError``). The script runs in a
-subprocess that caps its own address space, so a loader allocating from an unchecked size fails
-here instead of succeeding lazily. Replay one variant with
+Mutated copies of MXNet-written ``.params``, ``-symbol.json`` and ``.rec`` files, and of an
+optimizer-state file, may load or raise ``MXNetError``; nothing else (no bare ``ValueError``, no
+``MemoryError``). The script runs in a subprocess that caps its own address space, so a loader
+allocating from an unchecked size fails here instead of succeeding lazily. Replay one variant with
 ``python benchmarks/fuzz_loaders.py --only FORMAT:SEED``.
 """
 import json
@@ -23,15 +23,15 @@ def _run(*args):
 
 
 def test_mutated_files_load_or_raise_mxneterror_under_a_memory_limit():
-    """150 seeded variants per format: every outcome is success or MXNetError."""
-    proc = _run("--variants", "150", "--seed", "0", "--json")
+    """100 seeded variants per format (params, symbol, rec, states): success or MXNetError only."""
+    proc = _run("--variants", "100", "--seed", "0", "--json")
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["bad"] == [], "\n".join(report["bad"])
     for fmt, counts in report["counts"].items():
         # Not vacuous: some variants of each format still load, others are refused.
         assert counts.get("ok", 0) > 0 and counts.get("MXNetError", 0) > 0, (fmt, counts)
-        assert sum(counts.values()) == 150
+        assert sum(counts.values()) == 100
 
 
 def test_the_address_space_limit_turns_a_huge_allocation_into_memoryerror():

@@ -153,7 +153,10 @@ class _Decoder:
             return arr if tag == "nd" else arr.asnumpy()
         if tag == "scalar":
             try:
-                return np.dtype(value["dtype"]).type(value["v"])
+                dtype = np.dtype(value["dtype"])
+                if dtype.kind not in "biuf":   # e.g. 'V<n>' would allocate n bytes
+                    raise ValueError(f"dtype {dtype} is not a number type")
+                return dtype.type(value["v"])
             except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 raise self.bad(f"bad numpy scalar {value!r:.80} ({exc})") from None
         if tag in ("tuple", "list"):
