@@ -5,9 +5,10 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "security.md").read_text()
-# pickle.loads / pickle.load / marshal.loads / eval( / exec( as calls (not Symbol.eval methods)
+# pickle.loads / pickle.load / marshal.loads / eval( / exec( as calls (not Symbol.eval methods),
+# ast.literal_eval, mpi4py's pickling recv, and pickle.Unpickler subclasses
 RISKY = re.compile(r"\bpickle\.loads?\(|\bmarshal\.loads?\(|(?<![.\w])eval\(|(?<![.\w])exec\(|"
-                   r"\bliteral_eval\(|\.recv\(source=")
+                   r"\bliteral_eval\(|\.recv\(source=|Unpickler\)")
 
 
 def _risky_files():

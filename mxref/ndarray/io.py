@@ -258,6 +258,16 @@ def _read_array(r: _Reader, index: int):
     return _from_numpy(host, cpu(0))
 
 
+def load_raw(buf, source: str = "buffer"):
+    """One array from MXNet's raw single-array bytes (``MXNDArraySaveRawBytes``: an ``array`` of
+    the layout above with no list header), which is what MXNet's pickled NDArrays hold."""
+    r = _Reader(buf, source)
+    arr = _read_array(r, 0)
+    if r.pos != len(r.buf):
+        raise MXNetError(f"Invalid NDArray file format in {source}: {len(r.buf) - r.pos} trailing bytes")
+    return arr
+
+
 def load_frombuffer(buf, source: str = "buffer") -> Union[List[NDArray], Dict[str, NDArray]]:
     """Load arrays from bytes in MXNet's format: a list, or a dict when the file carries names."""
     if not isinstance(buf, (bytes, bytearray, memoryview)):

@@ -18,10 +18,13 @@ Reading builds only these values: optimizers by their registry name and schedule
 ``LRScheduler`` subclasses already imported, without calling their constructors; nothing is
 imported or executed on the file's say-so. MXNet's ``.states`` files (and mxref's before this
 format) are pickles, which run code while loading: they are read only with ``allow_pickle=True``
-or ``MXREF_ALLOW_PICKLE=1`` (see ``docs/security.md``).
+or ``MXREF_ALLOW_PICKLE=1`` (see ``docs/security.md``). MXNet's pickles name ``mxnet.*`` classes;
+those are mapped to mxref's (NDArray, registered optimizers, schedulers), so MXNet 1.9.1's
+``.states`` files load without MXNet installed.
 """
 from __future__ import annotations
 
+import io
 import json
 import pickle
 from typing import Any, Dict, Optional, Tuple
@@ -30,6 +33,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError, env_bool
+from ..ndarray.io import load_raw
 from .optimizer import Optimizer
 
 __all__ = ["dumps", "loads", "is_states_file", "HEADER_KEY"]
@@ -197,6 +201,73 @@ class _Decoder:
         raise self.bad(f"unknown value tag {tag!r:.40}")
 
 
+# ---------------------------------------------------------------------------------------------
+# Pickles, with the opt-in: mxref's older files load as they are; MXNet's name ``mxnet.*`` classes,
+# which are mapped to mxref's (NDArrays arrive as MXNet's raw array bytes).
+# ---------------------------------------------------------------------------------------------
+
+class _MXNetNDArray:
+    """Stands in for ``mxnet.ndarray.ndarray.NDArray`` while an MXNet pickle loads: MXNet's
+    ``__getstate__`` stores ``{'handle': raw array bytes}``; ``_from_mxnet`` makes the NDArray."""
+
+    def __init__(self, handle=None):
+        self.raw = None
+
+    def __setstate__(self, state):
+        self.raw = state.get("handle") if isinstance(state, dict) else None
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module.split(".")[0] != "mxnet":
+            return super().find_class(module, name)
+        if (module, name) == ("mxnet.ndarray.ndarray", "NDArray"):
+            return _MXNetNDArray
+        if module.startswith("mxnet.optimizer") and name.lower() in Optimizer.opt_registry:
+            return Optimizer.opt_registry[name.lower()]
+        if module == "mxnet.lr_scheduler":
+            klass = next((k for k in _schedulers() if k.__name__ == name), None)
+            if klass is not None:
+                return klass
+        raise pickle.UnpicklingError(f"{module}.{name} has no mxref counterpart")
+
+
+def _from_mxnet(value, source: str, done: set):
+    """``value`` with MXNet's stand-ins replaced: arrays decoded, MXNet optimizers completed."""
+    if isinstance(value, _MXNetNDArray):
+        return None if value.raw is None else load_raw(bytes(value.raw), source)
+    if id(value) in done:
+        return value
+    if isinstance(value, dict):
+        done.add(id(value))
+        for k in list(value):
+            value[k] = _from_mxnet(value[k], source, done)
+    elif isinstance(value, list):
+        done.add(id(value))
+        value[:] = [_from_mxnet(v, source, done) for v in value]
+    elif isinstance(value, tuple):
+        return tuple(_from_mxnet(v, source, done) for v in value)
+    elif isinstance(value, Optimizer):
+        done.add(id(value))
+        # An MXNet optimizer carries MXNet's attributes; any that mxref's class also needs come
+        # from a default instance (an mxref pickle has them all already).
+        for k, v in vars(type(value)()).items():
+            value.__dict__.setdefault(k, v)
+        value.param_dict = {}
+    return value
+
+
+def _unpickle(blob: bytes, source: str):
+    try:
+        loaded = _Unpickler(io.BytesIO(blob)).load()
+    except MXNetError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure of a (trusted) pickle, reported by file
+        raise MXNetError(f"{source}: cannot unpickle the optimizer states: "
+                         f"{type(exc).__name__}: {exc}") from None
+    return _from_mxnet(loaded, source, set())
+
+
 def is_states_file(blob: bytes) -> bool:
     """Whether ``blob`` starts like the data-only format (an NDArray file; pickles never do)."""
     return bytes(blob[:8]) == _NDARRAY_FILE_MAGIC
@@ -222,7 +293,7 @@ def loads(blob: bytes, source: str = "optimizer states", allow_pickle: Optional[
                 "(MXNet's .states format, or mxref's before the data-only format). Unpickling can "
                 "run arbitrary code, so it is refused by default. If you trust the file, pass "
                 "allow_pickle=True or set MXREF_ALLOW_PICKLE=1 (see docs/security.md).")
-        loaded = pickle.loads(blob)
+        loaded = _unpickle(blob, source)
         if isinstance(loaded, tuple) and len(loaded) == 2:
             return loaded
         return loaded, None

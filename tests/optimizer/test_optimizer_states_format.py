@@ -1,5 +1,6 @@
 """Optimizer-state files are data-only: every optimizer round-trips exactly, pickles need an opt-in."""
 import copy
+import json
 import os
 import pickle
 
@@ -168,7 +169,6 @@ def test_trainer_save_states_writes_the_data_only_format(tmp_path):
 
 
 def _doc_blob(doc, arrays=None):
-    import json
     payload = {states_format.HEADER_KEY: mx.nd.array(np.frombuffer(json.dumps(doc).encode(), np.uint8),
                                                      dtype=np.uint8)}
     payload.update(arrays or {})
@@ -199,3 +199,37 @@ def test_malformed_data_only_files_raise_mxneterror(doc, pattern):
 def test_an_ndarray_file_that_is_not_states_is_refused():
     with pytest.raises(mx.MXNetError, match="without the '__mxref_optimizer_states__' entry"):
         opt.get_updater(opt.SGD()).set_states(mx.nd.save_tobuffer({"a": mx.nd.ones(1)}))
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "optimizer")
+
+
+@pytest.mark.parametrize("fname, make", [
+    ("mxnet191_sgd.states", lambda: opt.SGD(momentum=0.9, learning_rate=0.1, wd=0.01)),
+    ("mxnet191_adam_opt.states", lambda: opt.SGD(learning_rate=123.0)),   # MXNet's Adam replaces it
+])
+def test_mxnet_states_files_load_with_the_opt_in_and_training_continues(fname, make, monkeypatch):
+    """MXNet 1.9.1's pickled .states (states alone, and states + Adam + scheduler) are refused by
+    default; with allow_pickle=True they load without MXNet installed, and one more step in mxref
+    gives MXNet's third step."""
+    monkeypatch.delenv("MXREF_ALLOW_PICKLE", raising=False)
+    expected = json.load(open(os.path.join(FIXTURES, "mxnet191_states.json")))[fname]
+    blob = open(os.path.join(FIXTURES, fname), "rb").read()
+    with pytest.raises(mx.MXNetError, match=rf"{fname}.*allow_pickle=True"):
+        opt.get_updater(make()).set_states(blob, source=fname)
+    updater = opt.get_updater(make())
+    updater.set_states(blob, allow_pickle=True, source=fname)
+    assert all(isinstance(s, (mx.nd.NDArray, tuple)) for s in updater.states.values())
+    weights = [mx.nd.array(w) for w in expected["after2"]]
+    for i, w in enumerate(weights):
+        updater(i, mx.nd.ones(w.shape) * (i + 1) * 3 * 0.5, w)
+    for w, want in zip(weights, expected["after3"]):
+        np.testing.assert_allclose(w.asnumpy(), np.array(want, np.float32), rtol=1e-6, atol=1e-7)
+    if "adam" in fname:
+        assert type(updater.optimizer).__name__ == "Adam" and updater.optimizer.num_update == 3
+
+
+def test_an_mxnet_pickle_naming_an_unmapped_class_is_an_mxneterror():
+    blob = b"\x80\x04\x8c\x0dmxnet.kvstore\x8c\x07KVStore\x93."   # PROTO 4, STACK_GLOBAL, STOP
+    with pytest.raises(mx.MXNetError, match="mxnet.kvstore.KVStore has no mxref counterpart"):
+        opt.get_updater(opt.SGD()).set_states(blob, allow_pickle=True)
