@@ -271,7 +271,13 @@ class MXIndexedRecordIO(MXRecordIO):
         self._check_pid(allow_reset=True)
         if idx not in self.idx:
             raise MXNetError(f"MXIndexedRecordIO: no record with key {idx!r} in {self.idx_path!r}")
-        self._file.seek(self.idx[idx])
+        pos = self.idx[idx]
+        if pos + _HEAD.size > self._size:
+            self._size = os.fstat(self._file.fileno()).st_size   # the file may have grown
+            if pos + _HEAD.size > self._size:
+                raise MXNetError(f"MXIndexedRecordIO: {self.idx_path!r} puts key {idx!r} at offset {pos}, "
+                                 f"past the end of {self.uri!r} ({self._size} bytes)")
+        self._file.seek(pos)
 
     def tell(self) -> int:
         """The byte offset where the next record will be written."""

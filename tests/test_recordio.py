@@ -174,6 +174,12 @@ def test_label_count_beyond_the_record_and_bad_index_lines(tmp_path):
     (tmp_path / "x.idx").write_text("0\t0\n1\tabc\n")
     with pytest.raises(MXNetError, match=r"x.idx.*line 2"):
         recordio.MXIndexedRecordIO(str(tmp_path / "x.idx"), str(tmp_path / "x.rec"), "r")
+    (tmp_path / "x.idx").write_text("0\t0\n1\t4096\n")
+    (tmp_path / "x.rec").write_bytes(_records((0, b"abcd")))
+    rec = recordio.MXIndexedRecordIO(str(tmp_path / "x.idx"), str(tmp_path / "x.rec"), "r")
+    assert rec.read_idx(0) == b"abcd"
+    with pytest.raises(MXNetError, match=r"x.idx.*key 1 at offset 4096, past the end of .*x.rec"):
+        rec.read_idx(1)
 
 
 def test_mode_and_closed_checks(tmp_path):
