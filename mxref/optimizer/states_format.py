@@ -324,4 +324,35 @@ def loads(blob: bytes, source: str = "optimizer states", allow_pickle: Optional[
             raise dec.bad("the optimizer's state must be a dict of attribute names")
         optimizer = klass.__new__(klass)
         optimizer.__setstate__(attrs)
+        _check_optimizer(optimizer, dec)
     return states, optimizer
+
+
+def _check_optimizer(optimizer: Optimizer, dec: _Decoder) -> None:
+    """The loaded attributes have the kinds a default instance has (a number stays a number, a
+    table a dict); ones the file lacks come from that instance. A file cannot plant a string
+    where the update arithmetic expects a learning rate."""
+    try:
+        default = vars(type(optimizer)())
+    except Exception:  # noqa: BLE001 - an optimizer that needs constructor arguments: no template
+        return
+    for name, want in default.items():
+        if name not in optimizer.__dict__:
+            optimizer.__dict__[name] = want
+            continue
+        got = optimizer.__dict__[name]
+        if isinstance(want, bool):
+            ok = isinstance(got, (bool, np.bool_))
+        elif isinstance(want, (int, float)):
+            ok = got is None or (isinstance(got, (int, float, np.number)) and not isinstance(got, bool))
+        elif isinstance(want, dict):
+            ok = isinstance(got, dict)
+        elif isinstance(want, (tuple, list)):
+            ok = isinstance(got, (tuple, list))
+        elif name == "lr_scheduler":
+            ok = got is None or any(isinstance(got, k) for k in _schedulers())
+        else:
+            ok = True
+        if not ok:
+            raise dec.bad(f"optimizer attribute '{name}' is a {type(got).__name__}, expected the kind "
+                          f"of {type(want).__name__} {type(optimizer).__name__} keeps there")

@@ -233,3 +233,29 @@ def test_an_mxnet_pickle_naming_an_unmapped_class_is_an_mxneterror():
     blob = b"\x80\x04\x8c\x0dmxnet.kvstore\x8c\x07KVStore\x93."   # PROTO 4, STACK_GLOBAL, STOP
     with pytest.raises(mx.MXNetError, match="mxnet.kvstore.KVStore has no mxref counterpart"):
         opt.get_updater(opt.SGD()).set_states(blob, allow_pickle=True)
+
+
+def test_a_dumped_optimizer_attribute_of_the_wrong_kind_is_refused():
+    """A data-only file cannot make the learning rate a string (the next update would fail with a
+    TypeError far from the file); a missing attribute is filled from a default instance."""
+    u = opt.get_updater(opt.SGD(momentum=0.9))
+    u(0, mx.nd.ones((2,)), mx.nd.zeros((2,)))
+    arrays = mx.nd.load_frombuffer(u.get_states(dump_optimizer=True))
+    doc = json.loads(arrays[states_format.HEADER_KEY].asnumpy().tobytes())
+    items = doc["optimizer"]["state"]["items"]
+
+    def resave(edit):
+        d = copy.deepcopy(doc)
+        edit(d["optimizer"]["state"]["items"])
+        blob = _doc_blob(d, {k: v for k, v in arrays.items() if k != states_format.HEADER_KEY})
+        fresh = opt.get_updater(opt.SGD())
+        fresh.set_states(blob)
+        return fresh
+    lr_at = [k for k, (key, _) in enumerate(items) if key == "lr"][0]
+    with pytest.raises(mx.MXNetError, match="optimizer attribute 'lr' is a str"):
+        resave(lambda it: it[lr_at].__setitem__(1, "0.1"))
+    with pytest.raises(mx.MXNetError, match="optimizer attribute 'lr_mult' is a list"):
+        resave(lambda it: it[[k for k, (key, _) in enumerate(it) if key == "lr_mult"][0]]
+               .__setitem__(1, {"t": "list", "v": []}))
+    fresh = resave(lambda it: it.pop([k for k, (key, _) in enumerate(it) if key == "momentum"][0]))
+    assert fresh.optimizer.momentum == 0.0
