@@ -17,7 +17,7 @@ import numpy as np
 
 from . import ndarray as nd
 from . import symbol as sym
-from .base import MXNetError
+from .base import DTYPE_MX_TO_NP, MXNetError
 from .context import cpu
 
 __all__ = ["BatchEndParam", "save_checkpoint", "load_params", "load_checkpoint"]
@@ -89,9 +89,28 @@ def split_save_dict(save_dict: dict, fname: str, strict: bool = False):
 
 
 def load_checkpoint(prefix: str, epoch: int):
-    """``(symbol, arg_params, aux_params)`` from the two files ``save_checkpoint`` writes."""
+    """``(symbol, arg_params, aux_params)`` from the two files ``save_checkpoint`` writes.
+
+    Every error names the file at fault. A parameter whose dtype differs from the one its
+    variable declares (``__dtype__``) is refused rather than silently cast.
+    """
     symbol = sym.load(f"{prefix}-symbol.json")
     arg_params, aux_params = load_params(prefix, epoch)
+    declared = {name: attrs["__dtype__"] for name, attrs in symbol.attr_dict().items()
+                if "__dtype__" in attrs}
+    for kind, params in (("arg", arg_params), ("aux", aux_params)):
+        for name, value in params.items():
+            if name not in declared:
+                continue
+            try:
+                want = DTYPE_MX_TO_NP[int(declared[name])]
+            except (KeyError, ValueError):
+                raise MXNetError(f"load_checkpoint: {prefix}-symbol.json: variable '{name}' has an "
+                                 f"unknown __dtype__ {declared[name]!r:.50}") from None
+            if np.dtype(value.dtype) != want:
+                raise MXNetError(f"load_checkpoint: {prefix}-%04d.params: '{kind}:{name}' is "
+                                 f"{np.dtype(value.dtype).name}, but the network in "
+                                 f"{prefix}-symbol.json declares {want.name}" % epoch)
     return symbol, arg_params, aux_params
 
 

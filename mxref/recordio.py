@@ -77,6 +77,7 @@ class MXRecordIO:
         except OSError as exc:
             raise MXNetError(f"MXRecordIO: cannot open {self.uri!r} for "
                              f"{'writing' if self.writable else 'reading'}: {exc}") from None
+        self._size = 0 if self.writable else os.fstat(self._file.fileno()).st_size
         self.pid = os.getpid()
         self.is_open = True
 
@@ -160,20 +161,42 @@ class MXRecordIO:
         self._check_open(writing=False)
         self._check_pid(allow_reset=False)
         f, parts = self._file, []
+        start = f.tell()
         while True:
+            offset = f.tell()
             head = f.read(_HEAD.size)
             if not head and not parts:
                 return None
+            if not head:
+                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: truncated final record at offset "
+                                 f"{start}: the file ends after {len(parts)} part(s) without its last part")
             if len(head) != _HEAD.size:
-                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: truncated record header")
+                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: truncated record header at "
+                                 f"offset {offset} ({len(head)} of {_HEAD.size} bytes)")
             magic, lrec = _HEAD.unpack(head)
             if magic != _MAGIC:
                 raise MXNetError(f"Invalid RecordIO File {self.uri!r}: bad magic {magic:#x} at "
-                                 f"offset {f.tell() - _HEAD.size}")
+                                 f"offset {offset}")
             cflag, length = lrec >> _LEN_BITS, lrec & _LEN_MASK
+            if cflag > _LAST:
+                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: invalid cflag {cflag} in the "
+                                 f"record header at offset {offset} (0..3)")
+            if (cflag in (_WHOLE, _FIRST)) != (not parts):
+                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: cflag {cflag} at offset {offset} "
+                                 + ("inside a multi-part record" if parts else
+                                    "continues a record that was never started"))
+            # NOTE: the length is checked against what is left of the file before reading, so a
+            # corrupt header cannot make read() allocate 512 MiB for an 8-byte file.
+            if _pad4(length) > self._size - f.tell():
+                self._size = os.fstat(f.fileno()).st_size   # the file may have grown since open()
+            left = self._size - f.tell()
+            if _pad4(length) > left:
+                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: truncated record payload at "
+                                 f"offset {offset} (header says {length} bytes, {max(left, 0)} left)")
             payload = f.read(_pad4(length))
             if len(payload) != _pad4(length):
-                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: truncated record payload")
+                raise MXNetError(f"Invalid RecordIO File {self.uri!r}: truncated record payload at "
+                                 f"offset {offset}")
             parts.append(payload[:length])
             if cflag in (_WHOLE, _LAST):
                 return _MAGIC_BYTES.join(parts)
@@ -216,12 +239,19 @@ class MXIndexedRecordIO(MXRecordIO):
         self.idx, self.keys = {}, []
         self.fidx = open(self.idx_path, self.flag)
         if not self.writable:
-            for line in self.fidx:
+            for lineno, line in enumerate(self.fidx, 1):
                 fields = line.strip().split("\t")
                 if len(fields) < 2:
                     continue
-                key = self.key_type(fields[0])
-                self.idx[key] = int(fields[1])
+                try:
+                    key, pos = self.key_type(fields[0]), int(fields[1])
+                except ValueError:
+                    raise MXNetError(f"MXIndexedRecordIO: {self.idx_path!r} line {lineno}: expected "
+                                     f"'key<TAB>offset', got {line[:80]!r}") from None
+                if pos < 0:
+                    raise MXNetError(f"MXIndexedRecordIO: {self.idx_path!r} line {lineno}: negative "
+                                     f"offset {pos}")
+                self.idx[key] = pos
                 self.keys.append(key)
 
     def close(self) -> None:
@@ -241,7 +271,13 @@ class MXIndexedRecordIO(MXRecordIO):
         self._check_pid(allow_reset=True)
         if idx not in self.idx:
             raise MXNetError(f"MXIndexedRecordIO: no record with key {idx!r} in {self.idx_path!r}")
-        self._file.seek(self.idx[idx])
+        pos = self.idx[idx]
+        if pos + _HEAD.size > self._size:
+            self._size = os.fstat(self._file.fileno()).st_size   # the file may have grown
+            if pos + _HEAD.size > self._size:
+                raise MXNetError(f"MXIndexedRecordIO: {self.idx_path!r} puts key {idx!r} at offset {pos}, "
+                                 f"past the end of {self.uri!r} ({self._size} bytes)")
+        self._file.seek(pos)
 
     def tell(self) -> int:
         """The byte offset where the next record will be written."""
@@ -297,6 +333,9 @@ def unpack(s: bytes) -> Tuple[IRHeader, bytes]:
     header = IRHeader(*_IR.unpack(s[:_IR.size]))
     s = s[_IR.size:]
     if header.flag > 0:
+        if header.flag * 4 > len(s):
+            raise MXNetError(f"recordio.unpack: the header's flag says {header.flag} float32 labels "
+                             f"({header.flag * 4} bytes), but only {len(s)} bytes follow it")
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
         s = s[header.flag * 4:]
     return header, s

@@ -112,3 +112,41 @@ def test_create_kvstore_choices():
 
     store = Store()
     assert model._create_kvstore(store, 1, {}) == (store, False)
+
+
+def test_load_checkpoint_names_the_file_in_every_error(tmp_path):
+    """Bad UTF-8 or JSON in the symbol file, a truncated parameter file: each error names its file."""
+    net, arg, aux = params()
+    prefix = str(tmp_path / "net")
+    model.save_checkpoint(prefix, 1, net, arg, aux)
+    good_json = open(prefix + "-symbol.json", "rb").read()
+    with open(prefix + "-symbol.json", "wb") as f:
+        f.write(good_json[:40] + b"\xc3\x28" + good_json[40:])
+    with pytest.raises(mx.MXNetError, match=r"net-symbol\.json is not UTF-8"):
+        model.load_checkpoint(prefix, 1)
+    with open(prefix + "-symbol.json", "wb") as f:
+        f.write(good_json[:-3])
+    with pytest.raises(mx.MXNetError, match=r"not valid JSON.*net-symbol\.json"):
+        model.load_checkpoint(prefix, 1)
+    with open(prefix + "-symbol.json", "wb") as f:
+        f.write(good_json)
+    blob = open(prefix + "-0001.params", "rb").read()
+    with open(prefix + "-0001.params", "wb") as f:
+        f.write(blob[:100])
+    with pytest.raises(mx.MXNetError, match=r"net-0001\.params"):
+        model.load_checkpoint(prefix, 1)
+
+
+def test_load_checkpoint_rejects_a_dtype_the_network_does_not_declare(tmp_path):
+    """A float16 network with float32 weights in its parameter file is refused, naming both."""
+    data = mx.sym.Variable("data", dtype="float16")
+    weight = mx.sym.Variable("fc_weight", dtype="float16")
+    net = mx.sym.FullyConnected(data, weight=weight, num_hidden=2, no_bias=True, name="fc")
+    prefix = str(tmp_path / "half")
+    model.save_checkpoint(prefix, 0, net, {"fc_weight": mx.nd.ones((2, 3), dtype="float32")}, {})
+    with pytest.raises(mx.MXNetError, match=r"half-0000\.params: 'arg:fc_weight' is float32, but the "
+                                            r"network in .*half-symbol\.json declares float16"):
+        model.load_checkpoint(prefix, 0)
+    model.save_checkpoint(prefix, 0, net, {"fc_weight": mx.nd.ones((2, 3), dtype="float16")}, {})
+    _, arg2, _ = model.load_checkpoint(prefix, 0)
+    assert arg2["fc_weight"].dtype == np.float16

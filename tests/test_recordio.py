@@ -125,6 +125,63 @@ def test_bad_files_raise(tmp_path):
         recordio.MXRecordIO(str(tmp_path / "x.rec"), "a")
 
 
+def _records(*heads_and_payloads):
+    return b"".join(struct.pack("<II", 0xCED7230A, cflag << 29 | len(p)) + p + b"\0" * (-len(p) % 4)
+                    for cflag, p in heads_and_payloads)
+
+
+@pytest.mark.parametrize("cflag", [4, 5, 7])
+def test_invalid_cflag_is_rejected(tmp_path, cflag):
+    """cflag is 0..3; the old reader treated 4..7 as 'more parts follow' and glued records together."""
+    path = tmp_path / "cflag.rec"
+    path.write_bytes(_records((cflag, b"abcd"), (0, b"efgh")))
+    with pytest.raises(MXNetError, match=rf"cflag.rec.*invalid cflag {cflag} .*offset 0"):
+        recordio.MXRecordIO(str(path), "r").read()
+
+
+@pytest.mark.parametrize("parts, offset", [([(2, b"ab")], 0), ([(3, b"ab")], 0),
+                                           ([(1, b"ab"), (0, b"cd")], 12), ([(1, b"ab"), (1, b"cd")], 12)])
+def test_multi_part_records_must_be_well_formed(tmp_path, parts, offset):
+    path = tmp_path / "parts.rec"
+    path.write_bytes(_records(*parts))
+    with pytest.raises(MXNetError, match=rf"parts.rec.*cflag .* at offset {offset}"):
+        recordio.MXRecordIO(str(path), "r").read()
+
+
+def test_truncated_final_record_is_reported(tmp_path):
+    """A multi-part record whose last part is missing: the old reader said 'truncated record header'."""
+    path = tmp_path / "final.rec"
+    path.write_bytes(_records((0, b"whole"), (1, b"ab"), (2, b"cd")))
+    rec = recordio.MXRecordIO(str(path), "r")
+    assert rec.read() == b"whole"
+    with pytest.raises(MXNetError, match=r"final.rec.*truncated final record at offset 16.*2 part"):
+        rec.read()
+
+
+def test_record_length_beyond_the_file_is_rejected_before_reading(tmp_path):
+    path = tmp_path / "long.rec"
+    path.write_bytes(struct.pack("<II", 0xCED7230A, (1 << 29) - 1))
+    with pytest.raises(MXNetError, match=r"long.rec.*truncated record payload at offset 0 .*0 left"):
+        recordio.MXRecordIO(str(path), "r").read()
+
+
+def test_label_count_beyond_the_record_and_bad_index_lines(tmp_path):
+    s = recordio.pack(recordio.IRHeader(0, 1.0, 0, 0), b"")
+    bad = struct.pack("<I", 1000) + s[4:]
+    with pytest.raises(MXNetError, match="1000 float32 labels"):
+        recordio.unpack(bad)
+    (tmp_path / "x.rec").write_bytes(b"")
+    (tmp_path / "x.idx").write_text("0\t0\n1\tabc\n")
+    with pytest.raises(MXNetError, match=r"x.idx.*line 2"):
+        recordio.MXIndexedRecordIO(str(tmp_path / "x.idx"), str(tmp_path / "x.rec"), "r")
+    (tmp_path / "x.idx").write_text("0\t0\n1\t4096\n")
+    (tmp_path / "x.rec").write_bytes(_records((0, b"abcd")))
+    rec = recordio.MXIndexedRecordIO(str(tmp_path / "x.idx"), str(tmp_path / "x.rec"), "r")
+    assert rec.read_idx(0) == b"abcd"
+    with pytest.raises(MXNetError, match=r"x.idx.*key 1 at offset 4096, past the end of .*x.rec"):
+        rec.read_idx(1)
+
+
 def test_mode_and_closed_checks(tmp_path):
     """Reading a writer, writing a reader or using a closed file raise MXNetError; reset truncates."""
     path = str(tmp_path / "w.rec")

@@ -284,7 +284,11 @@ class Trainer:
         return self._lists
 
     def save_states(self, fname: str) -> None:
-        """Write the optimizer state (momentum, ...) and the optimizer itself to ``fname``."""
+        """Write the optimizer state (momentum, ...) and the optimizer itself to ``fname``.
+
+        The file is data-only (MXNet's NDArray dict format plus a JSON entry; see
+        ``mxref/optimizer/states_format.py``): loading it never runs code.
+        """
         self._prepare()
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
@@ -292,17 +296,25 @@ class Trainer:
             with open(fname, "wb") as f:
                 f.write(self._updaters[0].get_states(dump_optimizer=True))
 
-    def load_states(self, fname: str) -> None:
-        """Read states written by ``save_states`` (the parameters' lr/wd multipliers stay current)."""
+    def load_states(self, fname: str, allow_pickle: Optional[bool] = None) -> None:
+        """Read states written by ``save_states`` (the parameters' lr/wd multipliers stay current).
+
+        ``save_states`` writes a data-only file. ``allow_pickle=True`` (or ``MXREF_ALLOW_PICKLE=1``)
+        also reads pickled ``.states`` files such as MXNet's. Warning: unpickling runs any code
+        the file names; allow it only for files you trust.
+        """
         self._prepare()
         if self._update_on_kvstore:
-            self._kvstore.load_optimizer_states(fname)
+            if allow_pickle is None:   # a dist store's load_optimizer_states takes no flag
+                self._kvstore.load_optimizer_states(fname)
+            else:
+                self._kvstore.load_optimizer_states(fname, allow_pickle=allow_pickle)
             self._optimizer = self._kvstore._updater.optimizer
         else:
             with open(fname, "rb") as f:
                 states = f.read()
             for updater in self._updaters:
-                updater.set_states(states)
+                updater.set_states(states, allow_pickle=allow_pickle, source=fname)
                 updater.optimizer = self._updaters[0].optimizer
             self._optimizer = self._updaters[0].optimizer
         self._optimizer.param_dict = dict(enumerate(self._params))

@@ -321,10 +321,14 @@ class KVStore:
         with open(fname, "wb") as fout:
             fout.write(self._states_updater("save").get_states(dump_optimizer))
 
-    def load_optimizer_states(self, fname: str) -> None:
-        """Load states written by ``save_optimizer_states``."""
+    def load_optimizer_states(self, fname: str, allow_pickle: Optional[bool] = None) -> None:
+        """Load states written by ``save_optimizer_states`` (a data-only file).
+
+        ``allow_pickle=True`` (or ``MXREF_ALLOW_PICKLE=1``) also reads pickled ``.states`` files
+        such as MXNet's. Warning: unpickling runs any code the file names; trusted files only.
+        """
         with open(fname, "rb") as fin:
-            self._states_updater("load").set_states(fin.read())
+            self._states_updater("load").set_states(fin.read(), allow_pickle=allow_pickle, source=fname)
 
     def _states_updater(self, what: str):
         if self._updater is None or not hasattr(self._updater, "get_states"):

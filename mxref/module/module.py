@@ -337,7 +337,7 @@ class Module(BaseModule):
         self.optimizer_initialized = True
 
     def save_optimizer_states(self, fname: str) -> None:
-        """Pickle the optimizer states (the kvstore's, when it updates) to ``fname``."""
+        """Write the optimizer states (the kvstore's, when it updates) to ``fname`` (data-only)."""
         if not self.optimizer_initialized:
             raise MXNetError("save_optimizer_states: call init_optimizer() first")
         if self._update_on_kvstore:
@@ -346,15 +346,22 @@ class Module(BaseModule):
             with open(fname, "wb") as fout:
                 fout.write(self._updater.get_states())
 
-    def load_optimizer_states(self, fname: str) -> None:
-        """Load states written by ``save_optimizer_states``."""
+    def load_optimizer_states(self, fname: str, allow_pickle: Optional[bool] = None) -> None:
+        """Load states written by ``save_optimizer_states`` (a data-only file).
+
+        ``allow_pickle=True`` (or ``MXREF_ALLOW_PICKLE=1``) also reads pickled ``.states`` files
+        such as MXNet's. Warning: unpickling runs any code the file names; trusted files only.
+        """
         if not self.optimizer_initialized:
             raise MXNetError("load_optimizer_states: call init_optimizer() first")
         if self._update_on_kvstore:
-            self._kvstore.load_optimizer_states(fname)
+            if allow_pickle is None:   # a dist store's load_optimizer_states takes no flag
+                self._kvstore.load_optimizer_states(fname)
+            else:
+                self._kvstore.load_optimizer_states(fname, allow_pickle=allow_pickle)
         else:
             with open(fname, "rb") as fin:
-                self._updater.set_states(fin.read())
+                self._updater.set_states(fin.read(), allow_pickle=allow_pickle, source=fname)
 
     # -- computation -------------------------------------------------------------------------
     def forward(self, data_batch, is_train: Optional[bool] = None) -> None:

@@ -20,7 +20,7 @@ from typing import Dict, List, Union
 
 import numpy as np
 
-from ..base import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, MXNetError
+from ..base import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, MXNetError, env_int
 from ..context import cpu
 from .ndarray import NDArray, _from_numpy
 
@@ -109,22 +109,56 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
 
 
+# MXNet's sizes are int64; numpy also needs elements * itemsize (at most 8 here) to fit.
+_MAX_ELEMENTS = 1 << 60
+
+
+def _bad(r: "_Reader", what: str, problem: str) -> MXNetError:
+    return MXNetError(f"Invalid NDArray file format in {r.source}: {what} {problem}")
+
+
 def _read_shape(r: _Reader, wide: bool, what: str):
     (ndim,) = r.unpack("<i", f"{what} ndim")
     if ndim < -1 or ndim > 32:
-        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has ndim {ndim}")
+        raise _bad(r, what, f"has ndim {ndim}")
     if ndim <= 0:
         return ndim, ()
-    return ndim, r.unpack(f"<{ndim}{'q' if wide else 'I'}", f"{what} dimensions")
+    shape = r.unpack(f"<{ndim}{'q' if wide else 'I'}", f"{what} dimensions")
+    _check_shape(r, shape, what)
+    return ndim, shape
+
+
+def _check_shape(r: _Reader, shape, what: str) -> None:
+    """Dimensions are non-negative and their product (zeros aside) at most 2^60."""
+    nonzero = 1
+    for axis, dim in enumerate(shape):
+        if dim < 0:
+            raise _bad(r, what, f"has dimension {dim} at axis {axis} (must be >= 0)")
+        nonzero *= max(dim, 1)
+    if nonzero > _MAX_ELEMENTS:
+        raise _bad(r, what, f"{tuple(shape)} has more than 2^60 elements")
+
+
+def _dtype(r: _Reader, flag: int, what: str) -> np.dtype:
+    if flag not in DTYPE_MX_TO_NP:
+        raise _bad(r, what, f"has unknown dtype flag {flag}")
+    return DTYPE_MX_TO_NP[flag]
 
 
 def _read_values(r: _Reader, flag: int, shape, what: str) -> np.ndarray:
-    if flag not in DTYPE_MX_TO_NP:
-        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has unknown dtype flag {flag}")
-    dtype = DTYPE_MX_TO_NP[flag]
-    count = int(np.prod(shape, dtype=np.int64))
+    dtype = _dtype(r, flag, what)
+    count = 1
+    for dim in shape:           # Python ints: a product that would wrap in int64 stays exact
+        count *= dim
+    # NOTE: take() checks the byte count against what is left of the file before anything is
+    # copied, so a declared size can never make us allocate more than the file holds.
     raw = r.take(count * dtype.itemsize, f"{what} ({count} x {dtype.name})")
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def max_dense_bytes() -> int:
+    """How large a sparse array may become when it loads as dense (``MXREF_LOAD_MAX_DENSE_BYTES``)."""
+    return env_int("MXREF_LOAD_MAX_DENSE_BYTES", 1 << 28)
 
 
 def _densify(r: _Reader, stype: int, shape, flag: int, what: str) -> np.ndarray:
@@ -134,30 +168,58 @@ def _densify(r: _Reader, stype: int, shape, flag: int, what: str) -> np.ndarray:
     nonzeros plus ``indptr`` and column indices (MXNet's aux order: indptr first).
     """
     naux = 1 if stype == 1 else 2
+    if stype == 1 and len(shape) < 1:
+        raise _bad(r, f"{what} shape", f"{tuple(shape)}: a row_sparse array needs at least one axis")
+    if stype == 2 and len(shape) != 2:
+        raise _bad(r, f"{what} shape", f"{tuple(shape)}: a csr array is 2-D")
+    dtype = _dtype(r, flag, f"{what} dtype")
+    # NOTE: the dense size is not bounded by the file (that is the point of sparse storage), so
+    # it has its own limit, checked before anything is allocated.
+    dense_bytes = dtype.itemsize
+    for dim in shape:
+        dense_bytes *= dim
+    if dense_bytes > max_dense_bytes():
+        raise _bad(r, f"{what} shape", f"{tuple(shape)} would load as a dense array of {dense_bytes} "
+                   f"bytes, over the limit of {max_dense_bytes()} (raise MXREF_LOAD_MAX_DENSE_BYTES "
+                   "to load it)")
     aux_meta = []
     for i in range(naux):
         (aflag,) = r.unpack("<i", f"{what} aux {i} dtype")
-        aux_meta.append((aflag, _read_shape(r, True, f"{what} aux {i} shape")[1]))
+        if aflag not in DTYPE_MX_TO_NP or DTYPE_MX_TO_NP[aflag].kind not in "iu":
+            raise _bad(r, f"{what} aux {i} dtype", f"flag {aflag} is not an integer type")
+        ashape = _read_shape(r, True, f"{what} aux {i} shape")[1]
+        if len(ashape) != 1:
+            raise _bad(r, f"{what} aux {i} shape", f"{tuple(ashape)} is not 1-D")
+        aux_meta.append((aflag, ashape))
     # NOTE: the stored values' shape follows from the index arrays (as MXNet's loader computes it);
     # the saved storage shape cannot be trusted: MXNet 1.9.1 writes (0,) for csr arrays.
     if stype == 1:
         vshape = tuple(aux_meta[0][1][:1]) + tuple(shape[1:])
     else:
         vshape = tuple(aux_meta[1][1][:1])
+        if aux_meta[0][1][0] != shape[0] + 1:
+            raise _bad(r, f"{what} aux 0 (indptr) shape", f"{tuple(aux_meta[0][1])} does not match "
+                       f"{shape[0]} rows")
+    _check_shape(r, vshape, f"{what} data shape")
     values = _read_values(r, flag, vshape, f"{what} data")
     aux = [_read_values(r, aflag, ashape, f"{what} aux {i} data").astype(np.int64)
            for i, (aflag, ashape) in enumerate(aux_meta)]
+    if stype == 1:
+        rows = aux[0]
+        if rows.size and (rows.min() < 0 or rows.max() >= shape[0]):
+            raise _bad(r, f"{what} aux 0 (row ids)", f"has a row id outside [0, {shape[0]})")
+    else:
+        indptr, cols = aux
+        if indptr[0] != 0 or indptr[-1] != cols.size or (np.diff(indptr) < 0).any():
+            raise _bad(r, f"{what} aux 0 (indptr)", f"must rise from 0 to the {cols.size} nonzeros")
+        if cols.size and (cols.min() < 0 or cols.max() >= shape[1]):
+            raise _bad(r, f"{what} aux 1 (column ids)", f"has a column outside [0, {shape[1]})")
     dense = np.zeros(shape, values.dtype)
-    try:
-        if stype == 1:
-            dense[aux[0]] = values
-        else:
-            indptr, cols = aux
-            rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-            dense[rows, cols] = values
-    except (IndexError, ValueError) as exc:
-        raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} has bad sparse indices "
-                         f"({exc})") from None
+    if stype == 1:
+        dense[aux[0]] = values
+    else:
+        rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        dense[rows, cols] = values
     return dense
 
 
@@ -183,9 +245,10 @@ def _read_array(r: _Reader, index: int):
         if magic > 32:
             raise MXNetError(f"Invalid NDArray file format in {r.source}: {what} starts with unknown "
                              f"magic 0x{magic:X}")
-        shape = r.unpack(f"<{magic}I", f"{what} dimensions") if magic else ()
         if magic == 0:
             return None
+        shape = r.unpack(f"<{magic}I", f"{what} shape dimensions")
+        _check_shape(r, shape, f"{what} shape")
     r.unpack("<ii", f"{what} context")
     (flag,) = r.unpack("<i", f"{what} dtype")
     if stype:
@@ -193,6 +256,16 @@ def _read_array(r: _Reader, index: int):
     else:
         host = _read_values(r, flag, shape, f"{what} data")
     return _from_numpy(host, cpu(0))
+
+
+def load_raw(buf, source: str = "buffer"):
+    """One array from MXNet's raw single-array bytes (``MXNDArraySaveRawBytes``: an ``array`` of
+    the layout above with no list header), which is what MXNet's pickled NDArrays hold."""
+    r = _Reader(buf, source)
+    arr = _read_array(r, 0)
+    if r.pos != len(r.buf):
+        raise MXNetError(f"Invalid NDArray file format in {source}: {len(r.buf) - r.pos} trailing bytes")
+    return arr
 
 
 def load_frombuffer(buf, source: str = "buffer") -> Union[List[NDArray], Dict[str, NDArray]]:

@@ -1,14 +1,15 @@
 """``Updater``: the callable a KVStore (or ``Module``) calls as ``updater(index, grad, weight)``.
 
 It creates each index's optimizer state on first use and keeps it; ``get_states`` /
-``set_states`` pickle the states (optionally with the optimizer) for checkpoints, as MXNet does.
+``set_states`` write and read the states (optionally with the optimizer) for checkpoints in a
+data-only format (``states_format.py``); MXNet's pickled ``.states`` load only on request.
 """
 from __future__ import annotations
 
-import pickle
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .. import ndarray as nd
+from . import states_format
 from .optimizer import Optimizer
 
 __all__ = ["Updater", "get_updater"]
@@ -62,19 +63,34 @@ class Updater:
             return tuple(synced) if isinstance(state, tuple) else synced
         return state
 
-    def set_states(self, states: bytes) -> None:
-        """Load states written by ``get_states`` (with the optimizer too, if it was dumped)."""
-        loaded = pickle.loads(states)
-        if isinstance(loaded, tuple) and len(loaded) == 2:
-            self.states, self.optimizer = loaded
-        else:
-            self.states = loaded
-        # Loaded arrays live where they were pickled from; move each on its next use.
+    def set_states(self, states: bytes, allow_pickle: Optional[bool] = None,
+                   source: str = "optimizer states") -> None:
+        """Load states written by ``get_states`` (with the optimizer too, if it was dumped).
+
+        Parameters
+        ----------
+        states : bytes
+            What ``get_states`` returned (the contents of a ``.states`` file).
+        allow_pickle : bool, optional
+            Also accept a pickle (MXNet's ``.states`` files, mxref's older ones). Default: the
+            ``MXREF_ALLOW_PICKLE`` environment variable, off unless set to 1.
+
+            .. warning:: unpickling runs whatever code the data names; allow it only for files
+               you trust. Without it, a pickle raises ``MXNetError`` and nothing is unpickled.
+        source : str
+            What ``states`` came from (a file name), for error messages.
+        """
+        loaded, optimizer = states_format.loads(states, source, allow_pickle)
+        self.states = loaded
+        if optimizer is not None:
+            self.optimizer = optimizer
+        # Loaded arrays live where they were saved from; move each on its next use.
         self.states_synced = dict.fromkeys(self.states, False)
 
     def get_states(self, dump_optimizer: bool = False) -> bytes:
-        """The states pickled; ``dump_optimizer=True`` includes the optimizer (lr, counts, ...)."""
-        return pickle.dumps((self.states, self.optimizer) if dump_optimizer else self.states)
+        """The states as bytes in the data-only format; ``dump_optimizer=True`` includes the
+        optimizer (its class by registry name and its lr, counts, scheduler, ...)."""
+        return states_format.dumps(self.states, self.optimizer if dump_optimizer else None)
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

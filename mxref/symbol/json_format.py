@@ -111,14 +111,84 @@ def to_json(outputs: Sequence[NodeEntry]) -> str:
 # Reading
 # ---------------------------------------------------------------------------------------------
 
+MAX_ATTR_CHARS = 1 << 20   # one attribute key or value; MXNet's are short strings
+# What a malformed operator attribute can raise on its way through an op's parser (numbers that
+# overflow, literals nested past the parser's depth); each is reported as an MXNetError.
+_PARSE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, SyntaxError, KeyError,
+                 IndexError, AttributeError)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _entry(nodes: List[Node], raw, where: str) -> NodeEntry:
-    if not isinstance(raw, list) or not 2 <= len(raw) <= 3:
-        raise MXNetError(f"load_json: {where}: bad entry {raw!r}, expected [node_id, index, version]")
-    node_id, index = int(raw[0]), int(raw[1])
+    if not isinstance(raw, list) or not 2 <= len(raw) <= 3 or not all(_is_int(v) for v in raw):
+        raise MXNetError(f"load_json: {where}: bad entry {raw!r:.200}, expected [node_id, index, version] "
+                         "of integers")
+    node_id, index = raw[0], raw[1]
     if not 0 <= node_id < len(nodes):
         raise MXNetError(f"load_json: {where}: entry {raw!r} refers to node {node_id}, but only "
                          f"{len(nodes)} nodes precede it")
-    return NodeEntry(nodes[node_id], index, int(raw[2]) if len(raw) == 3 else 0)
+    version = raw[2] if len(raw) == 3 else 0
+    if version < 0:
+        raise MXNetError(f"load_json: {where}: entry {raw!r} has a negative version")
+    if not 0 <= index < nodes[node_id].num_outputs():
+        raise MXNetError(f"load_json: {where}: entry {raw!r}: output index {index} is out of range "
+                         f"(node '{nodes[node_id].name}' has {nodes[node_id].num_outputs()} outputs)")
+    return NodeEntry(nodes[node_id], index, version)
+
+
+def _check_str(value, what: str, where: str) -> str:
+    if not isinstance(value, str):
+        raise MXNetError(f"load_json: {where}: {what} must be a string, got {type(value).__name__}")
+    if len(value) > MAX_ATTR_CHARS:
+        raise MXNetError(f"load_json: {where}: {what} is {len(value)} characters long "
+                         f"(at most {MAX_ATTR_CHARS})")
+    return value
+
+
+def _node_attrs(raw: dict, where: str) -> Dict[str, str]:
+    attrs: Dict[str, str] = {}
+    for key in ("param", "attr", "attrs"):  # the first two are pre-1.0 spellings
+        table = raw.get(key)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise MXNetError(f"load_json: {where}: '{key}' must be an object, got {type(table).__name__}")
+        for k, v in table.items():
+            if isinstance(v, (bool, int, float)):   # legacy writers stored some numbers bare
+                v = str(v)
+            attrs[k] = _check_str(v, f"attribute {k[:80]!r}", where)
+            _check_str(k, "an attribute name", where)
+    return attrs
+
+
+def _int_list(raw: dict, key: str, where: str) -> list:
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise MXNetError(f"load_json: {where}: '{key}' must be a list, got {type(value).__name__}")
+    return value
+
+
+def _read_version(doc: dict) -> int:
+    attrs = doc.get("attrs") or {}
+    if not isinstance(attrs, dict):
+        raise MXNetError(f"load_json: the graph's 'attrs' must be an object, got {type(attrs).__name__}")
+    version_attr = attrs.get("mxnet_version")
+    if version_attr is None:
+        return 800
+    if (not isinstance(version_attr, list) or len(version_attr) != 2
+            or not isinstance(version_attr[1], (int, str)) or isinstance(version_attr[1], bool)):
+        raise MXNetError(f"load_json: bad mxnet_version {version_attr!r:.200}, expected [\"int\", 10901]")
+    try:
+        version = int(version_attr[1])
+    except ValueError:
+        raise MXNetError(f"load_json: bad mxnet_version {version_attr!r:.200}, "
+                         "expected [\"int\", 10901]") from None
+    if not 0 <= version < 10 ** 8:
+        raise MXNetError(f"load_json: mxnet_version {version} is out of range")
+    return version
 
 
 def _parse_op_attrs(node: Node) -> None:
@@ -131,7 +201,7 @@ def _parse_op_attrs(node: Node) -> None:
     try:
         node._params = node.op.parse_params(op_attrs, allow_extra=True)
     except MXNetError as exc:
-        raise MXNetError(f"load_json: node '{node.name}': {exc}") from None
+        raise MXNetError(f"load_json: node '{node.name[:200]}': {str(exc)[:500]}") from None
 
 
 def _pop_legacy_hidden(attrs: Dict[str, str]) -> Dict[str, str]:
@@ -175,41 +245,66 @@ def _upgrade(node: Node, version: int) -> None:
         apply_input_var_attrs(node)
 
 
-def from_json(text: str) -> List[NodeEntry]:
-    """The output entries of a graph saved as MXNet JSON (any 1.x version, see module docstring)."""
+def from_json(text: str, source: str = "") -> List[NodeEntry]:
+    """The output entries of a graph saved as MXNet JSON (any 1.x version, see module docstring).
+
+    Every malformed structure is an ``MXNetError`` naming the node (and ``source``, a file name,
+    when given).
+    """
+    try:
+        return _from_json(text)
+    except MXNetError as exc:
+        if source:
+            raise MXNetError(f"{exc} (in {source})") from None
+        raise
+
+
+def _from_json(text: str) -> List[NodeEntry]:
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:   # RecursionError: nesting deeper than the decoder's stack
         raise MXNetError(f"load_json: not valid JSON: {exc}") from None
     if not isinstance(doc, dict) or "nodes" not in doc or "heads" not in doc:
         raise MXNetError("load_json: a graph needs 'nodes' and 'heads'")
-    version_attr = (doc.get("attrs") or {}).get("mxnet_version")
-    version = int(version_attr[1]) if version_attr else 800
+    if not isinstance(doc["nodes"], list) or not isinstance(doc["heads"], list):
+        raise MXNetError("load_json: 'nodes' and 'heads' must be lists")
+    version = _read_version(doc)
     nodes: List[Node] = []
     for i, raw in enumerate(doc["nodes"]):
-        where = f"node {i} ({raw.get('name', '?')!r})"
-        attrs: Dict[str, str] = {}
-        for key in ("param", "attr", "attrs"):  # the first two are pre-1.0 spellings
-            attrs.update({k: str(v) for k, v in (raw.get(key) or {}).items()})
-        legacy = _pop_legacy_hidden(attrs) if version < MXNET_VERSION else {}
-        op_name = raw.get("op", "null")
-        if op_name == "null":
-            node = Node(None, raw["name"], attrs)
-        else:
-            if not registry.exists(op_name):
-                raise MXNetError(f"load_json: {where} uses operator '{op_name}', which is not registered")
-            node = Node(registry.get(op_name), raw["name"], attrs)
-            _parse_op_attrs(node)
-        node.inputs = [_entry(nodes, e, where) for e in raw.get("inputs", [])]
-        node.control_deps = [nodes[int(j)] for j in raw.get("control_deps", [])]
-        for e in node.inputs:
-            if e.node.is_variable and e.version > variable_version(e.node):
-                e.node.extra["version"] = e.version
-        _restore_legacy_hidden(node, legacy)
-        _upgrade(node, version)
-        nodes.append(node)
-    heads = [_entry(nodes, h, "heads") for h in doc["heads"]]
-    for h in heads:
-        if h.index >= h.node.num_outputs():
-            raise MXNetError(f"load_json: head {h.node.name}[{h.index}] is out of range")
-    return heads
+        if not isinstance(raw, dict):
+            raise MXNetError(f"load_json: node {i} must be an object, got {type(raw).__name__}")
+        if "name" not in raw:
+            raise MXNetError(f"load_json: node {i} has no 'name'")
+        name = _check_str(raw["name"], "'name'", f"node {i}")
+        where = f"node {i} ({name[:200]!r})"
+        try:
+            nodes.append(_read_node(raw, nodes, version, where))
+        except _PARSE_ERRORS as exc:
+            raise MXNetError(f"load_json: {where}: {type(exc).__name__}: {str(exc)[:200]}") from None
+    return [_entry(nodes, h, f"head {k}") for k, h in enumerate(doc["heads"])]
+
+
+def _read_node(raw: dict, nodes: List[Node], version: int, where: str) -> Node:
+    attrs = _node_attrs(raw, where)
+    legacy = _pop_legacy_hidden(attrs) if version < MXNET_VERSION else {}
+    op_name = _check_str(raw.get("op", "null"), "'op'", where)
+    if op_name == "null":
+        node = Node(None, raw["name"], attrs)
+    else:
+        if not registry.exists(op_name):
+            raise MXNetError(f"load_json: {where} uses operator '{op_name[:200]}', which is not registered")
+        node = Node(registry.get(op_name), raw["name"], attrs)
+        _parse_op_attrs(node)
+    node.inputs = [_entry(nodes, e, where) for e in _int_list(raw, "inputs", where)]
+    deps = _int_list(raw, "control_deps", where)
+    for j in deps:
+        if not _is_int(j) or not 0 <= j < len(nodes):
+            raise MXNetError(f"load_json: {where}: control dependency {j!r:.50} is not the id of an "
+                             f"earlier node (0..{len(nodes) - 1})")
+    node.control_deps = [nodes[j] for j in deps]
+    for e in node.inputs:
+        if e.node.is_variable and e.version > variable_version(e.node):
+            e.node.extra["version"] = e.version
+    _restore_legacy_hidden(node, legacy)
+    _upgrade(node, version)
+    return node

@@ -422,5 +422,13 @@ def load(fname: str) -> Symbol:
     """A symbol from a JSON file written by ``Symbol.save`` or by MXNet."""
     if not isinstance(fname, str):
         raise TypeError("fname must be a string")
-    with open(fname) as f:
-        return load_json(f.read())
+    try:
+        with open(fname, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        raise MXNetError(f"load: cannot read {fname}: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MXNetError(f"load: {fname} is not UTF-8 text ({exc})") from None
+    return Symbol(json_format.from_json(text, source=fname))
