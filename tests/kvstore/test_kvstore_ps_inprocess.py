@@ -88,6 +88,33 @@ def test_async_applies_every_push_and_needs_an_optimizer():
     assert run_job(work, 2) == [([-15.0] * 4, True, False)] * 2
 
 
+def test_async_never_waits_for_a_straggler():
+    """dist_async: worker 0 pushes and pulls all its steps while the straggler has not pushed
+    once (it starts only when worker 0 is done). A store that waited for the straggler would
+    deadlock here, and the event's wait would fail the test; nothing depends on timing."""
+    steps, fast_done = 12, threading.Event()
+
+    def work():
+        kv = kvstore.create("dist_async")
+        r = kv.rank
+        kv.set_optimizer(mx.optimizer.SGD(learning_rate=-1.0))     # the weight counts the pushes
+        kv.init(3, mx.nd.zeros((2,)))
+        out = mx.nd.zeros((2,))
+        if r == 1:
+            assert fast_done.wait(60), "worker 0 was held back by the straggler"
+        seen = []
+        for _ in range(steps):
+            kv.push(3, mx.nd.array(np.eye(2, dtype=np.float32)[r]))
+            kv.pull(3, out=out)
+            seen.append(out.asnumpy().tolist())
+        if r == 0:
+            fast_done.set()
+        return seen
+    fast, straggler = run_job(work, 2)
+    assert fast == [[float(c), 0.0] for c in range(1, steps + 1)]    # the straggler's part is 0
+    assert straggler[0] == [float(steps), 1.0] and straggler[-1] == [float(steps), float(steps)]
+
+
 @pytest.mark.parametrize("name,tau", [("dist_ssp:0", 0), ("dist_ssp:2", 2), ("dist_ssp", 1)])
 def test_ssp_pulls_are_at_most_tau_stale(name, tau, monkeypatch):
     """Worker r pushes the one-hot e_r (SGD lr=-1 counts pushes). No pull misses more than tau
