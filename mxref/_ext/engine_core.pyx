@@ -52,6 +52,9 @@ cdef class OprBlock:
     """One pushed operation: the function, its deduplicated variables, routing and its wait counter."""
 
     cdef public object fn, ctx, name, error, callback
+    # Every variable the op reads, in push order, when dedup dropped one (``a += 1`` reads a
+    # written variable); None when ``const_vars`` are all its reads. Errors are judged by reads.
+    cdef public object reads
     cdef public tuple const_vars, mutable_vars
     cdef public int prop, priority, flags
     cdef public bint sync, done
@@ -62,6 +65,8 @@ cdef class OprBlock:
         cdef tuple mut = _unique_vars(mutable_vars, (), name)
         self.const_vars = _unique_vars(const_vars, mut, name)
         self.mutable_vars = mut
+        if len(self.const_vars) != len(const_vars):       # dedup dropped some reads
+            self.reads = tuple(const_vars)
         self.fn = fn
         self.ctx = ctx
         self.prop = prop

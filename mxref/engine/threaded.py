@@ -305,9 +305,12 @@ class ThreadedEnginePerDevice(Engine):
     def _execute(self, blk, stream) -> None:
         """Run one ready op (or skip it if an input carries an error), then complete it."""
         errors = self.errors
-        if ((errors.live or errors.epoch != blk.epoch) and not blk.flags & _WAIT
+        if ((errors.tainted or errors.epoch != blk.epoch) and not blk.flags & _WAIT
                 and blk.prop not in _SKIP_EXEMPT):
-            err = errors.inherited(blk.const_vars, blk.mutable_vars, blk.epoch)
+            if errors.epoch != blk.epoch:          # pushed before a KeyboardInterrupt: cancelled
+                err = errors.cancelled(blk.name)
+            else:
+                err = errors.inherited(blk.reads or blk.const_vars)
             if err is not None:
                 blk.error = err
                 self._complete(blk, None)
@@ -340,6 +343,9 @@ class ThreadedEnginePerDevice(Engine):
             name = getattr(blk.fn, "failed_name", None) or blk.name
             blk.error = OpError(name, exc)
             self.errors.record(blk.error)
+        if blk.error is not None or self.errors.tainted:
+            # Before the core releases the next users: they must see what this op left.
+            self.errors.mark(blk.mutable_vars, blk.error)
         ready = self._complete_core(blk)
         if ready:
             # Deletions parked on variables this op was the last user of (retire tokens) run
