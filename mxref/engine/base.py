@@ -353,6 +353,11 @@ class Engine:
         """Batch up to ``size`` consecutive ``push_sync`` calls into one operation; return the old size."""
         raise NotImplementedError
 
+    def cancel(self) -> None:
+        """Cancel every pushed operation that has not started: it completes without running and
+        the variables it writes carry a "cancelled by KeyboardInterrupt" error. A
+        ``KeyboardInterrupt`` at a blocking wait calls this before it propagates."""
+
     def stop(self) -> None:
         """Drain and shut the engine down (called at interpreter exit and when switching engines).
 

@@ -67,6 +67,13 @@ class NaiveEngine(Engine):
             exc = _call(fn, sync, RunContext(ctx), name)
             if exc is not None:
                 error = OpError(name, exc)
+                if isinstance(exc, KeyboardInterrupt):
+                    # Ctrl-C inside the op: its outputs are failed and the interrupt goes on now,
+                    # not as an op error at some later wait (nothing else is queued to cancel).
+                    errors.mark(mutable_vars, error)
+                    for v in mutable_vars:
+                        v.version += 1
+                    raise exc
                 errors.record(error)
         if error is not None or errors.tainted:
             errors.mark(mutable_vars, error)

@@ -205,7 +205,14 @@ class ThreadedEnginePerDevice(Engine):
         blk.callback = self._on_complete
         blk.epoch = self.errors.epoch
         if self._pending.inc() > self.max_pending:
-            self._throttle()
+            try:
+                self._throttle()
+            except KeyboardInterrupt:
+                # Counted as pending already: register it all the same (it is cancelled with
+                # the rest when it comes to run), or the engine would wait for it forever.
+                if self._register(blk):
+                    self._dispatch(blk, True)
+                raise
         if self._register(blk):
             self._dispatch(blk, True)
 
@@ -213,13 +220,17 @@ class ThreadedEnginePerDevice(Engine):
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
         if getattr(worker_state, "op_name", None) is not None or in_inline_scope():
             return   # NOTE: a worker waiting for completions could be waiting for itself
-        with self._cond:
-            self._sleepers += 1
-            try:
-                while self._pending.value > self.max_pending:
-                    self._cond.wait()
-            finally:
-                self._sleepers -= 1
+        try:
+            with self._cond:
+                self._sleepers += 1
+                try:
+                    while self._pending.value > self.max_pending:
+                        self._cond.wait()
+                finally:
+                    self._sleepers -= 1
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
 
     def delete_variable(self, delete_fn, ctx, var):
         if self._bulkers and self._bulk.fns:
@@ -374,7 +385,11 @@ class ThreadedEnginePerDevice(Engine):
             signal.acquire()
             self._push(self._Opr(lambda rctx: signal.release(), None, (var,), (), _NORMAL, 0,
                                  "WaitForVar", True, _INLINE | _WAIT))
-            signal.acquire()
+            try:
+                signal.acquire()
+            except KeyboardInterrupt:
+                self.cancel()
+                raise
         self.errors.raise_for_var(var)
 
     def wait_for_all(self):
@@ -387,13 +402,30 @@ class ThreadedEnginePerDevice(Engine):
     def _drain(self) -> None:
         if self._pending.value == 0:
             return
-        with self._cond:
-            self._sleepers += 1
-            try:
-                while self._pending.value > 0:
-                    self._cond.wait()
-            finally:
-                self._sleepers -= 1
+        try:
+            with self._cond:
+                self._sleepers += 1
+                try:
+                    while self._pending.value > 0:
+                        self._cond.wait()
+                finally:
+                    self._sleepers -= 1
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+
+    def cancel(self) -> None:
+        """Cancel every operation pushed so far that has not started (what Ctrl-C at a wait does).
+
+        Running operations finish. Each queued one, when its turn comes, does not run: it
+        completes at once, and the variables it writes carry ``operator <name> was cancelled by
+        KeyboardInterrupt``, so reading them raises (until overwritten) and their readers are
+        skipped. Operations pushed afterwards run normally. Cancellations are not pending errors:
+        ``wait_for_all`` does not raise them (the interrupt reported them).
+        """
+        if self._bulk.fns:
+            self._flush_bulk(self._bulk)      # bulked ops are queued too: cancel them as well
+        self.errors.cancel()
 
     def num_pending(self) -> int:
         return self._pending.value
