@@ -126,3 +126,23 @@ def test_a_failed_executor_segment_fails_every_output(any_engine, monkeypatch):
         for arr in ex.outputs:
             with pytest.raises(mx.MXNetError, match="middle node broke"):
                 arr.asnumpy()
+
+
+def test_an_add_gradient_that_carries_an_error_keeps_it(any_engine):
+    """grad_req='add' reads the old gradient: a gradient array whose last write failed stays
+    failed after another backward (it is not overwritten with garbage plus the new gradient)."""
+    x = mx.sym.Variable("x")
+    ex = (x * 2).simple_bind(mx.cpu(), grad_req="add", x=(3,))
+    ex.arg_dict["x"][:] = 1
+    grad = ex.grad_dict["x"]
+    grad[:] = 0
+    _fail_into(grad, "grad_writer")
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((3,)))
+    for _ in range(2):
+        with pytest.raises(mx.MXNetError, match="grad_writer"):
+            grad.asnumpy()
+    grad[:] = 0                                  # overwritten: accumulates again
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((3,)))
+    np.testing.assert_array_equal(grad.asnumpy(), [2, 2, 2])
