@@ -78,7 +78,7 @@ cdef class OprBlock:
         self.error = None
         self.callback = None
         self.done = False
-        self.epoch = 0              # the engine's error epoch at push (see ErrorBook)
+        self.epoch = 0              # the engine's cancellation epoch at push (see ErrorBook)
 
     def decr_wait(self, Py_ssize_t n=1):
         """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""

@@ -86,7 +86,7 @@ class OprBlock:
         self.error = None
         self.callback = None
         self.done = False
-        self.epoch = 0              # the engine's error epoch at push (see ErrorBook)
+        self.epoch = 0              # the engine's cancellation epoch at push (see ErrorBook)
 
     def decr_wait(self, n: int = 1) -> bool:
         """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""
