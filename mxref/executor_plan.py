@@ -280,10 +280,14 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         mutable += [in_arrs[k]._chunk.var for k in op.mutate_inputs(params) if k < len(in_arrs)]
         mutable += [r.var for r in resources]
         mset = set(map(id, mutable))
+        reqs = _reqs(plan, nid, add_eids)
         const = [v for v in dict.fromkeys(a._chunk.var for a in in_arrs) if id(v) not in mset]
+        # An 'add' output reads its old value: listed as read too, so a gradient that carries an
+        # engine error keeps it instead of being overwritten (the engine dedups the pair).
+        const += [a._chunk.var for a, r in zip(out_arrs, reqs) if r == "add"]
         octxs = (OpContext(False, ctx, resources), OpContext(True, ctx, resources))
         call = (get_kernel(op, ctx.device_type), octxs, params, [a._data() for a in in_arrs],
-                [a._data() for a in out_arrs], _reqs(plan, nid, add_eids))
+                [a._data() for a in out_arrs], reqs)
         ops.append(NodeOp(nid, node.name, op.name, call, const, list(dict.fromkeys(mutable)),
                           in_eids, out_eids))
     return ops
@@ -335,9 +339,15 @@ class Segment:
     def __init__(self, ops: Sequence[NodeOp], name: str):
         self.ops = list(ops)
         mutable = list(dict.fromkeys(v for op in ops for v in op.mutable_vars))
-        mset = set(map(id, mutable))
-        self.const_vars = [v for v in dict.fromkeys(v for op in ops for v in op.const_vars)
-                           if id(v) not in mset]
+        # What the segment reads from outside: each node's reads not written by an earlier node
+        # (some, an 'add' gradient, are written by the node itself: the engine dedups those).
+        written, reads = set(), {}
+        for op in ops:
+            for v in op.const_vars:
+                if id(v) not in written:
+                    reads.setdefault(id(v), v)
+            written.update(map(id, op.mutable_vars))
+        self.const_vars = list(reads.values())
         self.mutable_vars = mutable
         self.name = name if len(ops) > 1 else ops[0].op_name
         self.fns = (SegmentFn(ops, False, self.name), SegmentFn(ops, True, self.name))

@@ -19,6 +19,7 @@ class OprBlock:
     done: bool
     wait: int
     epoch: int
+    reads: Optional[tuple]
     def __init__(self, fn: Callable, ctx: Any, const_vars: Sequence = ..., mutable_vars: Sequence = ...,
                  prop: int = ..., priority: int = ..., name: str = ..., sync: bool = ...,
                  flags: int = ...) -> None: ...

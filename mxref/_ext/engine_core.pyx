@@ -52,6 +52,9 @@ cdef class OprBlock:
     """One pushed operation: the function, its deduplicated variables, routing and its wait counter."""
 
     cdef public object fn, ctx, name, error, callback
+    # Every variable the op reads, in push order, when dedup dropped one (``a += 1`` reads a
+    # written variable); None when ``const_vars`` are all its reads. Errors are judged by reads.
+    cdef public object reads
     cdef public tuple const_vars, mutable_vars
     cdef public int prop, priority, flags
     cdef public bint sync, done
@@ -62,6 +65,8 @@ cdef class OprBlock:
         cdef tuple mut = _unique_vars(mutable_vars, (), name)
         self.const_vars = _unique_vars(const_vars, mut, name)
         self.mutable_vars = mut
+        if len(self.const_vars) != len(const_vars):       # dedup dropped some reads
+            self.reads = tuple(const_vars)
         self.fn = fn
         self.ctx = ctx
         self.prop = prop
@@ -73,7 +78,7 @@ cdef class OprBlock:
         self.error = None
         self.callback = None
         self.done = False
-        self.epoch = 0              # the engine's error epoch at push (see ErrorBook)
+        self.epoch = 0              # the engine's cancellation epoch at push (see ErrorBook)
 
     def decr_wait(self, Py_ssize_t n=1):
         """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import sys
 import threading
 from typing import Callable, List
 
@@ -106,6 +107,9 @@ def bulk(size: int):
 def _shutdown():
     eng = _engine
     if eng is not None:
+        if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
+            # The program ends with an uncaught Ctrl-C: do not run what it left queued.
+            eng.cancel()
         try:
             eng.stop()
         except MXNetError:

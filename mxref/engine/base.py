@@ -42,25 +42,30 @@ class OpError:
     """An exception raised by a pushed operation, kept with the op name and original traceback.
 
     It travels along the data flow: it is stored on every variable the failing op writes, and
-    ops that read or write such a variable are skipped and pass it on. All those variables share
-    this one object, so raising it once (at any wait) clears it everywhere, as MXNet clears its
-    shared ``exception_ptr``. ``cleared_at`` records *when* (see ``ErrorBook``).
+    ops that read such a variable are skipped and store it on what they write. It *sticks*: a
+    variable keeps it, and every wait on the variable raises it, until an op that does not read
+    the variable overwrites it. ``reported`` says whether some wait raised it already, so
+    ``wait_for_all`` reports each error once (see ``ErrorBook``).
     """
 
-    __slots__ = ("op_name", "exc", "tb_text", "cleared_at")
+    __slots__ = ("op_name", "exc", "tb_text", "reported")
 
     def __init__(self, op_name: str, exc: BaseException):
         self.op_name = op_name
         self.exc = exc
         self.tb_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        self.cleared_at: Optional[int] = None     # the ErrorBook epoch that cleared it; None: live
+        self.reported = False
+
+    def summary(self) -> str:
+        """One line: the op and the exception."""
+        return f"operator {self.op_name} failed: {type(self.exc).__name__}: {self.exc}"
 
     def to_error(self) -> MXNetError:
         """Build the ``MXNetError`` raised at the wait (the original exception is its ``__cause__``)."""
         if isinstance(self.exc, MXNetError):
             msg = f"{self.exc} (in operator {self.op_name})"
         else:
-            msg = f"operator {self.op_name} failed: {type(self.exc).__name__}: {self.exc}"
+            msg = self.summary()
         err = MXNetError(msg + "\n\nOriginal traceback (from the engine worker):\n" + self.tb_text)
         err.__cause__ = self.exc
         return err
@@ -167,80 +172,108 @@ def run_delete(errors: "ErrorBook", delete_fn: Callable, ctx, var) -> None:
     except BaseException as exc:  # noqa: BLE001 - travels with the data, re-raised at a wait
         err = OpError("DeleteVariable", exc)
         errors.record(err)
-        var.exception = err
+        errors.mark((var,), err)
     else:
         var.deleted = True
+        if var.exception is not None:
+            errors.mark((var,), None)     # nothing can read it any more: stop counting it
     finally:
         worker_state.op_name = outer
     var.version += 1
 
 
 class ErrorBook:
-    """The error rules shared by every engine (MXNet's ``OnStart``/``OnComplete``/``Throw``).
+    """The error rules shared by every engine (MXNet's ``OnStart``/``OnComplete``/``Throw``, stricter).
 
-    * ``inherited(...)``: an op touching a variable with an error is skipped and inherits it.
-    * ``record(err)``: a new error joins the global list; ``wait_for_all`` raises the oldest
-      recorded one (completion order, as MXNet: independent failures on two workers may record
-      in either order).
-    * ``raise_for_var(var)`` / ``raise_all()``: raise once, then the error is cleared everywhere.
+    * ``inherited(reads)``: an op reading a variable that carries an error is skipped and
+      inherits it. An op that only *writes* such a variable runs: it overwrites the bad value.
+    * ``mark(vars, err)``: a completed op's written variables carry ``err`` (failed or skipped)
+      or, when it succeeded, no error any more. ``tainted`` counts the variables that carry one,
+      so while it is 0 the check before each op costs one test.
+    * ``record(err)``: a new error joins ``live``, the errors no wait has raised yet.
+    * ``raise_for_var(var)``: raise the variable's error, every time (it sticks).
+    * ``raise_all()``: raise the oldest live error with every other live one attached (its
+      ``errors`` list and one ``__notes__`` line each), then none is live; variables still carry
+      theirs. The order is completion order, as MXNet: independent failures on two workers may
+      record in either order.
+    * ``cancel()``: a ``KeyboardInterrupt`` reached a wait; every op pushed before it that has not
+      started yet is cancelled when it comes to run (``epoch``, see ``cancelled``).
 
-    Clearing happens at a wait, but ops pushed *before* that wait may run after it on a threaded
-    engine. So that they are skipped exactly as on the naive engine (which ran them at push time,
-    while the error was live), every clearing advances ``epoch``, each error remembers the epoch
-    that cleared it, and each op is judged by the epoch at its push: an error counts for an op
-    unless it was cleared before the op was pushed. Errors thus follow program order, not timing.
-
-    While no error is live and no clearing happened since the push, the check costs one test.
+    Errors follow program order, not timing: whether an op is skipped depends only on what the ops
+    pushed before it on the same variables did, so the naive and threaded engines agree.
     """
 
-    __slots__ = ("live", "epoch", "_lock")
+    __slots__ = ("live", "tainted", "epoch", "_lock")
 
     def __init__(self):
-        self.live = []                 # errors not yet raised, oldest first
-        self.epoch = 0                 # number of clearings so far
+        self.live = []                 # errors not yet raised by any wait, oldest first
+        self.tainted = 0               # variables carrying an error (never undercounted)
+        self.epoch = 0                 # number of cancellations so far; ops remember it at push
         self._lock = threading.Lock()
 
-    def inherited(self, const_vars: Sequence, mutable_vars: Sequence,
-                  pushed_epoch: Optional[int] = None) -> Optional[OpError]:
-        """The error an op pushed at ``pushed_epoch`` (default: now) inherits from its variables."""
-        if pushed_epoch is None:
-            pushed_epoch = self.epoch
-        if not self.live and pushed_epoch == self.epoch:
-            return None
-        for v in (*const_vars, *mutable_vars):
+    @staticmethod
+    def inherited(reads: Sequence) -> Optional[OpError]:
+        """The error an op reading ``reads`` inherits: the first read variable's that has one."""
+        for v in reads:
             err = v.exception
-            if err is not None and (err.cleared_at is None or err.cleared_at > pushed_epoch):
+            if err is not None:
                 return err
         return None
+
+    def mark(self, mutable_vars: Sequence, err: Optional[OpError]) -> None:
+        """Store ``err`` on each written variable (``None``: a successful write clears it)."""
+        with self._lock:
+            for v in mutable_vars:
+                old = v.exception
+                if err is not None:
+                    self.tainted += old is None
+                elif old is not None:
+                    self.tainted -= 1
+                v.exception = err
 
     def record(self, err: OpError) -> None:
         with self._lock:
             self.live.append(err)
 
     def raise_for_var(self, var) -> None:
-        """``wait_for_var``'s ending: raise the variable's live error, clearing it everywhere."""
+        """``wait_for_var``'s ending: raise the variable's error if it carries one."""
         err = var.exception
-        if err is None or err.cleared_at is not None:
+        if err is None:
             return
         with self._lock:
-            if err.cleared_at is not None:
-                return
-            self.epoch += 1
-            err.cleared_at = self.epoch
+            err.reported = True
             if err in self.live:
                 self.live.remove(err)
         raise err.to_error()
 
     def raise_all(self) -> None:
-        """``wait_for_all``'s ending: raise the oldest live error and clear every one."""
+        """``wait_for_all``'s ending: raise the oldest live error, the others attached."""
         with self._lock:
             errors, self.live = self.live, []
-            if errors:
-                self.epoch += 1
-                for err in errors:
-                    err.cleared_at = self.epoch
-        if errors:
-            raise errors[0].to_error()
+            for err in errors:
+                err.reported = True
+        if not errors:
+            return
+        first = errors[0].to_error()
+        first.errors = [first] + [e.to_error() for e in errors[1:]]
+        if len(errors) > 1:
+            first.add_note(f"wait_for_all: {len(errors)} operations failed; this is the first. "
+                           "The others (all in .errors):")
+            for e in errors[1:]:
+                first.add_note(f"  {e.summary()}")
+        raise first
+
+    def cancel(self) -> None:
+        """Cancel every op pushed so far that has not started: it completes as ``cancelled``."""
+        with self._lock:
+            self.epoch += 1
+
+    @staticmethod
+    def cancelled(op_name: str) -> OpError:
+        """The error a cancelled op leaves on the variables it writes."""
+        return OpError(op_name, MXNetError(
+            f"operator {op_name} was cancelled by KeyboardInterrupt: it was queued and had not "
+            "started when a wait was interrupted"))
 
 
 class Engine:
@@ -319,6 +352,11 @@ class Engine:
     def set_bulk_size(self, size: int) -> int:
         """Batch up to ``size`` consecutive ``push_sync`` calls into one operation; return the old size."""
         raise NotImplementedError
+
+    def cancel(self) -> None:
+        """Cancel every pushed operation that has not started: it completes without running and
+        the variables it writes carry a "cancelled by KeyboardInterrupt" error. A
+        ``KeyboardInterrupt`` at a blocking wait calls this before it propagates."""
 
     def stop(self) -> None:
         """Drain and shut the engine down (called at interpreter exit and when switching engines).

@@ -12,7 +12,8 @@ The collection is flushed when it reaches ``n``, when the context changes, on an
 ``wait_for_var``/``wait_for_all``, and when the bulk size is set again.
 
 NOTE: a failure inside a bulk fails the whole bulk: the remaining functions are skipped and every
-variable the bulk writes carries the error (MXNet does the same). The error names the inner op.
+variable the bulk writes carries the error, at every read, until overwritten (MXNet marks them too,
+but its arrays read garbage once the error was thrown). The error names the inner op.
 """
 from __future__ import annotations
 

@@ -56,18 +56,29 @@ class NaiveEngine(Engine):
         self._run(fn, True, ctx, const_vars, mutable_vars, prop, name)
 
     def _run(self, fn, sync, ctx, const_vars, mutable_vars, prop, name):
+        reads = const_vars              # before dedup: ``a += 1`` reads a, though a is written
         const_vars, mutable_vars = dedup_vars(const_vars, mutable_vars)
         name = name or getattr(fn, "__name__", "op")
-        error = None if prop in SKIP_EXEMPT else self.errors.inherited(const_vars, mutable_vars)
+        errors = self.errors
+        error = None
+        if errors.tainted and prop not in SKIP_EXEMPT:
+            error = errors.inherited(reads)
         if error is None:
             exc = _call(fn, sync, RunContext(ctx), name)
             if exc is not None:
                 error = OpError(name, exc)
-                self.errors.record(error)
+                if isinstance(exc, KeyboardInterrupt):
+                    # Ctrl-C inside the op: its outputs are failed and the interrupt goes on now,
+                    # not as an op error at some later wait (nothing else is queued to cancel).
+                    errors.mark(mutable_vars, error)
+                    for v in mutable_vars:
+                        v.version += 1
+                    raise exc
+                errors.record(error)
+        if error is not None or errors.tainted:
+            errors.mark(mutable_vars, error)
         for v in mutable_vars:
             v.version += 1
-            if error is not None:
-                v.exception = error
 
     def delete_variable(self, delete_fn, ctx, var):
         # Everything pushed on var already ran: delete it now, as a DELETE_VAR op would.

@@ -205,7 +205,14 @@ class ThreadedEnginePerDevice(Engine):
         blk.callback = self._on_complete
         blk.epoch = self.errors.epoch
         if self._pending.inc() > self.max_pending:
-            self._throttle()
+            try:
+                self._throttle()
+            except KeyboardInterrupt:
+                # Counted as pending already: register it all the same (it is cancelled with
+                # the rest when it comes to run), or the engine would wait for it forever.
+                if self._register(blk):
+                    self._dispatch(blk, True)
+                raise
         if self._register(blk):
             self._dispatch(blk, True)
 
@@ -213,13 +220,17 @@ class ThreadedEnginePerDevice(Engine):
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
         if getattr(worker_state, "op_name", None) is not None or in_inline_scope():
             return   # NOTE: a worker waiting for completions could be waiting for itself
-        with self._cond:
-            self._sleepers += 1
-            try:
-                while self._pending.value > self.max_pending:
-                    self._cond.wait()
-            finally:
-                self._sleepers -= 1
+        try:
+            with self._cond:
+                self._sleepers += 1
+                try:
+                    while self._pending.value > self.max_pending:
+                        self._cond.wait()
+                finally:
+                    self._sleepers -= 1
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
 
     def delete_variable(self, delete_fn, ctx, var):
         if self._bulkers and self._bulk.fns:
@@ -305,9 +316,12 @@ class ThreadedEnginePerDevice(Engine):
     def _execute(self, blk, stream) -> None:
         """Run one ready op (or skip it if an input carries an error), then complete it."""
         errors = self.errors
-        if ((errors.live or errors.epoch != blk.epoch) and not blk.flags & _WAIT
+        if ((errors.tainted or errors.epoch != blk.epoch) and not blk.flags & _WAIT
                 and blk.prop not in _SKIP_EXEMPT):
-            err = errors.inherited(blk.const_vars, blk.mutable_vars, blk.epoch)
+            if errors.epoch != blk.epoch:          # pushed before a KeyboardInterrupt: cancelled
+                err = errors.cancelled(blk.name)
+            else:
+                err = errors.inherited(blk.reads or blk.const_vars)
             if err is not None:
                 blk.error = err
                 self._complete(blk, None)
@@ -340,6 +354,9 @@ class ThreadedEnginePerDevice(Engine):
             name = getattr(blk.fn, "failed_name", None) or blk.name
             blk.error = OpError(name, exc)
             self.errors.record(blk.error)
+        if blk.error is not None or self.errors.tainted:
+            # Before the core releases the next users: they must see what this op left.
+            self.errors.mark(blk.mutable_vars, blk.error)
         ready = self._complete_core(blk)
         if ready:
             # Deletions parked on variables this op was the last user of (retire tokens) run
@@ -368,7 +385,11 @@ class ThreadedEnginePerDevice(Engine):
             signal.acquire()
             self._push(self._Opr(lambda rctx: signal.release(), None, (var,), (), _NORMAL, 0,
                                  "WaitForVar", True, _INLINE | _WAIT))
-            signal.acquire()
+            try:
+                signal.acquire()
+            except KeyboardInterrupt:
+                self.cancel()
+                raise
         self.errors.raise_for_var(var)
 
     def wait_for_all(self):
@@ -381,13 +402,30 @@ class ThreadedEnginePerDevice(Engine):
     def _drain(self) -> None:
         if self._pending.value == 0:
             return
-        with self._cond:
-            self._sleepers += 1
-            try:
-                while self._pending.value > 0:
-                    self._cond.wait()
-            finally:
-                self._sleepers -= 1
+        try:
+            with self._cond:
+                self._sleepers += 1
+                try:
+                    while self._pending.value > 0:
+                        self._cond.wait()
+                finally:
+                    self._sleepers -= 1
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+
+    def cancel(self) -> None:
+        """Cancel every operation pushed so far that has not started (what Ctrl-C at a wait does).
+
+        Running operations finish. Each queued one, when its turn comes, does not run: it
+        completes at once, and the variables it writes carry ``operator <name> was cancelled by
+        KeyboardInterrupt``, so reading them raises (until overwritten) and their readers are
+        skipped. Operations pushed afterwards run normally. Cancellations are not pending errors:
+        ``wait_for_all`` does not raise them (the interrupt reported them).
+        """
+        if self._bulk.fns:
+            self._flush_bulk(self._bulk)      # bulked ops are queued too: cancel them as well
+        self.errors.cancel()
 
     def num_pending(self) -> int:
         return self._pending.value

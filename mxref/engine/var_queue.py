@@ -48,18 +48,27 @@ class OprBlock:
     """
 
     __slots__ = ("fn", "ctx", "const_vars", "mutable_vars", "prop", "priority", "name", "sync",
-                 "wait", "error", "callback", "done", "flags", "epoch")
+                 "wait", "error", "callback", "done", "flags", "epoch", "reads")
 
     def __init__(self, fn, ctx, const_vars: Sequence = (), mutable_vars: Sequence = (), prop: int = 0,
                  priority: int = 0, name: str = "op", sync: bool = True, flags: int = 0):
         every = (*const_vars, *mutable_vars)
+        # Every variable the op reads, in push order, when dedup dropped a read of a written one
+        # (``a += 1``); None when ``const_vars`` are all its reads. Errors are judged by reads.
+        self.reads = None
         if len(every) == 2:        # the usual op: one read, one write, or two of either
             if every[0] is every[1]:
+                reads = tuple(const_vars)
                 const_vars, mutable_vars = dedup_vars(const_vars, mutable_vars)
                 every = (*const_vars, *mutable_vars)
+                if len(const_vars) != len(reads):
+                    self.reads = reads
         elif len(every) > 2 and len(set(every)) != len(every):
+            reads = tuple(const_vars)
             const_vars, mutable_vars = dedup_vars(const_vars, mutable_vars)
             every = (*const_vars, *mutable_vars)
+            if len(const_vars) != len(reads):
+                self.reads = reads
         self.const_vars = tuple(const_vars)
         self.mutable_vars = tuple(mutable_vars)
         for v in every:
@@ -77,7 +86,7 @@ class OprBlock:
         self.error = None
         self.callback = None
         self.done = False
-        self.epoch = 0              # the engine's error epoch at push (see ErrorBook)
+        self.epoch = 0              # the engine's cancellation epoch at push (see ErrorBook)
 
     def decr_wait(self, n: int = 1) -> bool:
         """Release ``n`` dependencies; ``True`` for exactly the call that brings the count to zero."""

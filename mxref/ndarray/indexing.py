@@ -93,7 +93,21 @@ def setitem(dst: NDArray, key, value) -> None:
             dst._data()[key] = host
 
         name = "_slice_assign"
+    if not _whole(dst, key):
+        # NOTE: a partial write keeps the rest of the old value, so it reads it: if that value
+        # carries an engine error, the assignment is skipped and the error stays (engine.md).
+        const_vars = (*const_vars, dst._chunk.var)
     _engine.get().push_sync(assign, dst._chunk.ctx, const_vars, (dst._chunk.var,), name=name)
+
+
+def _whole(dst: NDArray, key) -> bool:
+    """Whether ``dst[key] = ...`` overwrites all of ``dst``'s memory block (``x[:]``, ``x[...]``)."""
+    keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        if not (k is Ellipsis or (isinstance(k, slice) and k == slice(None))):
+            return False
+    chunk = dst._chunk
+    return dst._offset == 0 and dst.size * np.dtype(dst._dtype).itemsize == chunk.nbytes
 
 
 def _check_broadcast(value_shape, target_shape, key) -> tuple:

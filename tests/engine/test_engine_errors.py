@@ -1,5 +1,6 @@
-"""Engine errors: they travel along the data flow, re-raise at the next wait with the op's name and
-original traceback, clear once raised, leave the engine usable, and waits inside ops refuse to block."""
+"""Engine errors: they travel along the data flow, re-raise at waits with the op's name and
+original traceback, stick to failed variables, leave the engine usable, and waits inside ops refuse
+to block."""
 import threading
 
 import pytest
@@ -40,23 +41,30 @@ def test_error_flows_to_dependents_which_are_skipped(engine):
     assert ran == ["independent"]
 
 
-def test_raising_once_clears_the_error_everywhere(engine):
-    """As MXNet's shared exception_ptr: after one wait raised it, other holders no longer raise."""
+def test_an_error_is_reported_once_but_sticks_to_its_variables(engine):
+    """After one wait raised it, wait_for_all no longer reports it, but every variable carrying it
+    raises at each wait and readers stay skipped (no garbage), until the variable is overwritten."""
     x, y = engine.new_variable(), engine.new_variable()
     engine.push_sync(_fail, CPU, (), (x,), name="producer")
     engine.push_sync(lambda r: None, CPU, (x,), (y,), name="consumer")
     with pytest.raises(MXNetError):
         engine.wait_for_var(x)
-    engine.wait_for_var(y)            # same error object, already raised: no second raise
-    engine.wait_for_all()             # and nothing left globally
+    with pytest.raises(MXNetError, match="producer"):
+        engine.wait_for_var(y)        # same error, carried by y too
+    engine.wait_for_all()             # reported already: nothing pending globally
     ran = []
     engine.push_sync(lambda r: ran.append(1), CPU, (y,), ())
     engine.wait_for_all()
-    assert ran == [1]                 # not skipped any more
+    assert ran == []                  # y still carries the error: its reader is skipped
+    engine.push_sync(lambda r: None, CPU, (), (y,), name="overwrite")
+    engine.push_sync(lambda r: ran.append(2), CPU, (y,), ())
+    engine.wait_for_all()
+    assert ran == [2]
 
 
 def test_wait_for_all_raises_first_error_and_clears_all(engine):
-    """wait_for_all raises the error once (skipped ops add none); the next wait_for_all is clean."""
+    """wait_for_all raises the error once (skipped ops add none); the next wait_for_all is clean;
+    the failed variable still raises."""
     a, b = engine.new_variable(), engine.new_variable()
     engine.push_sync(_fail, CPU, (), (a,), name="first_op")
     x = []
@@ -65,7 +73,8 @@ def test_wait_for_all_raises_first_error_and_clears_all(engine):
     with pytest.raises(MXNetError, match="first_op"):
         engine.wait_for_all()
     engine.wait_for_all()
-    engine.wait_for_var(a)          # cleared by wait_for_all as well
+    with pytest.raises(MXNetError, match="first_op"):
+        engine.wait_for_var(a)      # reported, but a still carries it
     assert x == []
 
 

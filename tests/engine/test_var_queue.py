@@ -293,3 +293,18 @@ def test_pending_counter(core):
     """The pending counter counts up and down."""
     c = core.PendingCounter()
     assert [c.inc(), c.inc(), c.dec()] == [1, 2, 1] and c.value == 1
+
+
+@pytest.mark.parametrize("core", TWINS)
+def test_an_op_block_keeps_the_reads_dedup_drops(core):
+    """``a += 1`` (read and write a) keeps ``a`` out of ``const_vars`` but in ``reads``, in push
+    order, so the engine can tell a read-modify-write from an overwrite; a clean op has None."""
+    a, b = core.ThreadedVar(), core.ThreadedVar()
+    assert core.OprBlock(None, None, (a,), (b,)).reads is None
+    blk = core.OprBlock(None, None, (b, a), (a,))
+    assert blk.const_vars == (b,) and blk.mutable_vars == (a,) and blk.reads == (b, a)
+    blk = core.OprBlock(None, None, [a], [a])
+    assert blk.const_vars == () and blk.reads == (a,)
+    many = [core.ThreadedVar() for _ in range(40)]
+    blk = core.OprBlock(None, None, many, many[:1])
+    assert blk.const_vars == tuple(many[1:]) and blk.reads == tuple(many)

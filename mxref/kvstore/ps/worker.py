@@ -192,7 +192,10 @@ class DistKVStore(LocalKVStore):
                     m["compressed"] = True
                 comm.request(p.server, cmd, (sid, key, i), m, data=part, callback=count,
                              timeout=timeout, what=what)
-        reads = [src] if src is not None and src is not buf else []
+        # The op reads what it sends (src, which may be buf). A pull reads buf too: it must come
+        # after this worker's push and, if that push failed, fail with it instead of overwriting
+        # buf (an op that writes a variable without reading it clears its error, engine.md).
+        reads = [src if src is not None else buf]
         _push_comm_op(start, reads, buf, priority, f"KVStoreDist{cmd.name.title()}")
 
     # -- updaters, compression, barriers ---------------------------------------------------------
