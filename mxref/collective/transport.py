@@ -3,10 +3,19 @@
 Sockets are non-blocking and every transfer is a ``select`` loop, so ``sendrecv`` can push and
 pull at once (a ring where every rank sends first cannot deadlock on full socket buffers), and a
 dead peer shows up as an error on its socket (a killed process's sockets are closed by the kernel).
+
+Every connection (to the tracker and between workers) first passes the job-secret handshake of
+``auth.py``; every frame is ``(tag, nbytes)``, the payload, then an HMAC over (sender, receiver,
+sequence number, tag, nbytes, payload) under the connection's session key, so a forged, replayed
+or reordered frame is a ``LinkError`` naming the peer. Connect, accept and handshake each have a
+deadline (``MXREF_COLLECTIVE_TIMEOUT``); a tracker that cannot be reached is an ``MXNetError``
+naming its address, never a retry loop.
 """
 from __future__ import annotations
 
+import hmac
 import json
+import logging
 import os
 import select
 import socket
@@ -18,11 +27,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
+from . import auth
 from .base import Link, LinkError, LinkRequest, as_bytes
+from .tracker import FROM_TRACKER, TO_TRACKER, collective_timeout
 
+log = logging.getLogger("mxref.collective")
 _HELLO = struct.Struct("<qq")   # (epoch, rank) sent first on every new connection
 _FRAME = struct.Struct("<qq")   # (tag, nbytes) before every message
-_MESH_TIMEOUT = 10.0            # building the mesh is quick unless a peer died meanwhile
 
 
 class SocketLink(Link):
@@ -30,8 +41,15 @@ class SocketLink(Link):
     kind = "TCP"
 
     def __init__(self, tracker: Tuple[str, int], rank: int, world_size: int, host: str = "127.0.0.1",
-                 timeout: float = 600.0) -> None:
+                 timeout: float = 600.0, secret: Optional[bytes] = None,
+                 connect_timeout: Optional[float] = None) -> None:
         self.tracker, self.rank, self.world_size, self.timeout = tracker, rank, world_size, timeout
+        self.secret = secret if secret is not None else auth.secret_from_env()
+        self.connect_timeout = collective_timeout() if connect_timeout is None else connect_timeout
+        self.refused: List[str] = []      # connections dropped for failing the handshake
+        self._keys: Dict[int, bytes] = {}    # peer -> this connection's session key
+        self._seq_out: Dict[int, int] = {}
+        self._seq_in: Dict[int, int] = {}
         self.listener = socket.create_server((host, 0), backlog=max(16, 2 * world_size))
         self.addr = [host, self.listener.getsockname()[1]]
         self.socks: Dict[int, socket.socket] = {}
@@ -47,27 +65,39 @@ class SocketLink(Link):
         except KeyError as exc:
             raise MXNetError(f"collective engine 'robust' needs {exc.args[0]} in the environment; start the "
                              "job with python -m mxref.tools.launch --engine robust") from None
-        return cls(tracker, rank, world, timeout=float(os.environ.get("MXREF_ROBUST_TIMEOUT", 600)))
+        return cls(tracker, rank, world, timeout=float(os.environ.get("MXREF_ROBUST_TIMEOUT", 600)),
+                   host=os.environ.get("MXREF_BIND_HOST", "127.0.0.1"))
 
     # -- rendezvous -----------------------------------------------------------------------------
     def _ask_tracker(self, msg: dict, wait: bool) -> Any:
-        with socket.create_connection(self.tracker, timeout=30) as conn:
-            conn.sendall((json.dumps(msg) + "\n").encode())
-            if not wait:
-                return None
-            conn.settimeout(self.timeout)
-            line = conn.makefile("r").readline()
-        if not line:
-            raise MXNetError(f"robust engine: rank {self.rank} lost the tracker at {self.tracker}")
+        where = "%s:%s" % tuple(self.tracker)
+        try:
+            with socket.create_connection(self.tracker, timeout=self.connect_timeout) as conn:
+                key = auth.client_handshake(conn, self.secret, self.connect_timeout)
+                auth.send_message(conn, key, *TO_TRACKER, 0, json.dumps(msg).encode())
+                if not wait:
+                    return None
+                # The reply comes once every rank has joined (a restarted one may take a while).
+                line = auth.recv_message(conn, key, *FROM_TRACKER, 0, time.monotonic() + self.timeout)
+        except auth.AuthError as exc:
+            raise MXNetError(f"robust engine: rank {self.rank}: the tracker at {where} failed "
+                             f"authentication ({exc})") from None
+        except OSError as exc:
+            raise MXNetError(f"robust engine: rank {self.rank} lost the tracker at {where} "
+                             f"({type(exc).__name__}: {exc})") from None
         return json.loads(line)
 
     def reconnect(self, finishing: bool = False) -> Any:
         """Drop every connection (telling the peers), wait for all ranks at the tracker, reconnect."""
+        give_up = time.monotonic() + self.timeout
         while True:
             self._drop()
             try:
                 return self._rendezvous(finishing)
-            except OSError:     # a peer died while the mesh was being built: rejoin
+            except OSError as exc:     # a peer died while the mesh was being built: rejoin
+                if time.monotonic() > give_up:
+                    raise MXNetError(f"robust engine: rank {self.rank} could not build the mesh within "
+                                     f"{self.timeout}s: {exc}") from None
                 time.sleep(0.01 * (1 + self.rank))
 
     def _rendezvous(self, finishing: bool) -> Any:
@@ -79,36 +109,49 @@ class SocketLink(Link):
         peers = {int(r): tuple(a) for r, a in reply["peers"].items()}
         # Lower ranks accept, higher ranks connect: connect() completes through the listen
         # backlog, so nobody waits on anybody while the mesh is built.
+        t = self.connect_timeout
         for peer in range(self.rank):
-            s = socket.create_connection(peers[peer], timeout=_MESH_TIMEOUT)
-            s.sendall(_HELLO.pack(self.epoch, self.rank))
-            self._add(peer, s)
-        self.listener.settimeout(_MESH_TIMEOUT)
-        while len(self.socks) < self.world_size - 1:
-            s, _ = self.listener.accept()
-            s.settimeout(_MESH_TIMEOUT)
+            s = socket.create_connection(peers[peer], timeout=t)
             try:
-                epoch, peer = _HELLO.unpack(self._read_exact(s, _HELLO.size))
-            except OSError:
+                key = auth.client_handshake(s, self.secret, t)
+            except auth.AuthError as exc:
+                s.close()
+                raise MXNetError(f"robust engine: rank {self.rank}: the listener of rank {peer} at "
+                                 f"{peers[peer]} failed authentication ({exc})") from None
+            auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
+            self._add(peer, s, key)
+        # NOTE: one deadline for the whole accept loop, and one per connection's handshake: a
+        # stranger that connects and sends nothing costs at most ``t``, and is then dropped.
+        deadline = time.monotonic() + t
+        while len(self.socks) < self.world_size - 1:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                missing = sorted(set(range(self.rank + 1, self.world_size)) - set(self.socks))
+                raise socket.timeout(f"rank {self.rank}: ranks {missing} did not connect within {t}s")
+            self.listener.settimeout(left)
+            s, where = self.listener.accept()
+            try:
+                key = auth.serve_handshake(s, self.secret, min(t, max(left, 0.1)))
+            except (OSError, auth.AuthError) as exc:
+                self.refused.append(f"{where[0]}:{where[1]}: {exc}")
+                log.warning("robust engine: rank %d dropped an unauthenticated connection from %s:%s (%s)",
+                            self.rank, where[0], where[1], exc)
                 s.close()
                 continue
-            if epoch != self.epoch:   # a connection from an attempt before the last failure
+            try:
+                hello = auth.recv_message(s, key, -1, self.rank, 0, deadline, _HELLO.size)
+                epoch, peer = _HELLO.unpack(hello)
+            except (OSError, auth.AuthError):
                 s.close()
                 continue
-            self._add(peer, s)
+            if epoch != self.epoch or not self.rank < peer < self.world_size:
+                s.close()      # a connection from an attempt before the last failure
+                continue
+            self._add(peer, s, key)
         return self.epoch
 
-    @staticmethod
-    def _read_exact(s: socket.socket, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = s.recv(n - len(data))
-            if not chunk:
-                raise OSError("closed during handshake")
-            data += chunk
-        return data
-
-    def _add(self, peer: int, s: socket.socket) -> None:
+    def _add(self, peer: int, s: socket.socket, key: bytes) -> None:
+        self._keys[peer], self._seq_out[peer], self._seq_in[peer] = key, 1, 1
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         self.socks[peer] = s
@@ -153,7 +196,10 @@ class SocketLink(Link):
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         self._sock(peer)
         data = memoryview(as_bytes(buf))
-        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data)
+        seq = self._seq_out[peer]
+        self._seq_out[peer] = seq + 1
+        mac = auth.frame_mac(self._keys[peer], self.rank, peer, seq, tag, data)
+        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data, memoryview(mac))
         self._outq[peer].append(req)
         return req
 
@@ -236,7 +282,17 @@ class SocketLink(Link):
                 raise MXNetError(f"robust engine: rank {self.rank} expected {req.buf.nbytes} bytes "
                                  f"with tag {tag} from rank {peer}, got {size}")
             rd.start(tag, req, size)
-        if rd.target is not None and rd.got == len(rd.target):
+        if rd.target is not None and rd.got == len(rd.target) and rd.mac is None:
+            rd.mac, rd.got = bytearray(auth.MAC), 0
+            return
+        if rd.mac is not None and rd.got == auth.MAC:
+            seq = self._seq_in[peer]
+            self._seq_in[peer] = seq + 1
+            if not hmac.compare_digest(bytes(rd.mac), auth.frame_mac(self._keys[peer], peer, self.rank, seq,
+                                                                     rd.tag, rd.target)):
+                raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
+                                f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
+                                "replayed or reordered")
             data = rd.target.obj if rd.target.nbytes else b""
             posted = self._posted.get((peer, rd.tag))
             if rd.req is not None:
@@ -267,9 +323,10 @@ class _Request(LinkRequest):
 
 
 class _Send(_Request):
-    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview) -> None:
+    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview,
+                 mac: memoryview) -> None:
         super().__init__(link, peer)
-        self.parts, self.sent = [head, data], 0
+        self.parts, self.sent = [head, data, mac], 0
 
     def write(self, s: socket.socket) -> bool:
         """Send what the socket takes now; True once the whole frame is out."""
@@ -305,12 +362,15 @@ class _Reader:
     def __init__(self) -> None:
         self.head = bytearray(_FRAME.size)
         self.target: Optional[memoryview] = None
+        self.mac: Optional[bytearray] = None      # the frame's MAC, read after its payload
         self.req: Optional[_Recv] = None
         self.tag, self.got = 0, 0
 
     def view(self) -> memoryview:
         if self.target is None:
             return memoryview(self.head)[self.got:]
+        if self.mac is not None:
+            return memoryview(self.mac)[self.got:]
         return self.target[self.got:]
 
     def start(self, tag: int, req: Optional[_Recv], size: int) -> None:
