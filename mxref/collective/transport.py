@@ -263,17 +263,28 @@ class SocketLink(Link):
             raise LinkError(f"robust engine: rank {self.rank} lost a peer: {exc}") from exc
 
     def _read(self, peer: int, s: socket.socket) -> None:
-        rd = self._reader.get(peer)
-        if rd is None:
-            rd = self._reader[peer] = _Reader()
-        view = rd.view()
-        n = s.recv_into(view)
-        if n == 0:
-            self._eof.add(peer)
-            if self._posted_for(peer) or rd.got or rd.target is not None:
-                raise LinkError(f"robust engine: rank {peer} closed its connection to rank {self.rank}")
-            return
-        rd.got += n
+        """Read from a readable socket until one frame is complete or no bytes are left for now."""
+        # NOTE: a frame is three reads (head, payload, MAC); trying the next read at once, rather
+        # than after another ``select``, keeps a small message at one round.
+        while True:
+            rd = self._reader.get(peer)
+            if rd is None:
+                rd = self._reader[peer] = _Reader()
+            try:
+                n = s.recv_into(rd.view())
+            except BlockingIOError:
+                return
+            if n == 0:
+                self._eof.add(peer)
+                if self._posted_for(peer) or rd.got or rd.target is not None:
+                    raise LinkError(f"robust engine: rank {peer} closed its connection to rank {self.rank}")
+                return
+            rd.got += n
+            if self._advance(peer, rd):
+                return
+
+    def _advance(self, peer: int, rd: "_Reader") -> bool:
+        """Move ``rd`` on after a read; True once its frame was checked and delivered."""
         if rd.target is None and rd.got == _FRAME.size:
             tag, size = _FRAME.unpack(rd.head)
             posted = self._posted.get((peer, tag))
@@ -282,26 +293,28 @@ class SocketLink(Link):
                 raise MXNetError(f"robust engine: rank {self.rank} expected {req.buf.nbytes} bytes "
                                  f"with tag {tag} from rank {peer}, got {size}")
             rd.start(tag, req, size)
-        if rd.target is not None and rd.got == len(rd.target) and rd.mac is None:
+        if rd.target is not None and rd.mac is None and rd.got == len(rd.target):
             rd.mac, rd.got = bytearray(auth.MAC), 0
-            return
-        if rd.mac is not None and rd.got == auth.MAC:
-            seq = self._seq_in[peer]
-            self._seq_in[peer] = seq + 1
-            if not hmac.compare_digest(bytes(rd.mac), auth.frame_mac(self._keys[peer], peer, self.rank, seq,
-                                                                     rd.tag, rd.target)):
-                raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
-                                f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
-                                "replayed or reordered")
-            data = rd.target.obj if rd.target.nbytes else b""
-            posted = self._posted.get((peer, rd.tag))
-            if rd.req is not None:
-                rd.req.done = True
-            elif posted:        # posted while this frame was half read (into a stash buffer)
-                posted.popleft().take(data)
-            else:
-                self._stash[(peer, rd.tag)].append(data)
-            self._reader[peer] = _Reader()
+            return False
+        if rd.mac is None or rd.got < auth.MAC:
+            return False
+        seq = self._seq_in[peer]
+        self._seq_in[peer] = seq + 1
+        if not hmac.compare_digest(bytes(rd.mac), auth.frame_mac(self._keys[peer], peer, self.rank, seq,
+                                                                 rd.tag, rd.target)):
+            raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
+                            f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
+                            "replayed or reordered")
+        data = rd.target.obj if rd.target.nbytes else b""
+        posted = self._posted.get((peer, rd.tag))
+        if rd.req is not None:
+            rd.req.done = True
+        elif posted:        # posted while this frame was half read (into a stash buffer)
+            posted.popleft().take(data)
+        else:
+            self._stash[(peer, rd.tag)].append(data)
+        self._reader[peer] = _Reader()
+        return True
 
     def _posted_for(self, peer: int) -> bool:
         return any(q for (p, _), q in self._posted.items() if p == peer)
