@@ -86,6 +86,52 @@ def serve_handshake(s: socket.socket, secret: bytes, timeout: float) -> bytes:
     return _mac(secret, b"session", nonce_s, nonce_c)
 
 
+class Challenged:
+    """``serve_handshake`` for a non-blocking accept loop: one stranger that sends nothing must not
+    hold up the real peers, so each accepted socket is fed whatever bytes it has when ``select``
+    says it is readable. After the handshake it also collects ``then`` more bytes (the first message).
+    """
+
+    def __init__(self, s: socket.socket, where, secret: bytes, then: int) -> None:
+        self.s, self.where, self.secret, self.then = s, where, secret, then
+        self.nonce = secrets.token_bytes(NONCE)
+        self.buf = bytearray()
+        self.key: Optional[bytes] = None
+        s.settimeout(1.0)
+        s.sendall(self.nonce)      # 32 bytes into an empty send buffer: never blocks
+        s.setblocking(False)
+
+    def feed(self) -> Optional[bytes]:
+        """Read what is there; the ``then`` bytes once complete, else None. ``AuthError``/``OSError``."""
+        need = (NONCE + MAC if self.key is None else self.then) - len(self.buf)
+        chunk = self.s.recv(need)
+        if not chunk:
+            raise ConnectionResetError("closed during the handshake")
+        self.buf += chunk
+        if self.key is None and len(self.buf) == NONCE + MAC:
+            nonce_c, proof = bytes(self.buf[:NONCE]), bytes(self.buf[NONCE:])
+            if not hmac.compare_digest(proof, _mac(self.secret, b"client", self.nonce, nonce_c)):
+                raise AuthError("the peer does not know the job's secret")
+            self.s.setblocking(True)
+            self.s.settimeout(1.0)
+            self.s.sendall(_mac(self.secret, b"server", nonce_c, self.nonce))
+            self.s.setblocking(False)
+            self.key, self.buf = _mac(self.secret, b"session", self.nonce, nonce_c), bytearray()
+            return None
+        if self.key is not None and len(self.buf) == self.then:
+            return bytes(self.buf)
+        return None
+
+
+def open_message(data: bytes, key: bytes, sender: int, receiver: int, seqno: int) -> bytes:
+    """The payload of one whole ``send_message`` held in ``data``; ``AuthError`` if it fails its check."""
+    (n,) = struct.unpack("<q", data[:8])
+    payload, mac = data[8:-MAC], data[-MAC:]
+    if n != len(payload) or not hmac.compare_digest(mac, frame_mac(key, sender, receiver, seqno, 0, payload)):
+        raise AuthError("a message failed its authentication check")
+    return payload
+
+
 def client_handshake(s: socket.socket, secret: bytes, timeout: float) -> bytes:
     """The connecting side: answer the challenge and check the server's proof; the session key."""
     deadline = time.monotonic() + timeout

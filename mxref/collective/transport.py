@@ -120,35 +120,61 @@ class SocketLink(Link):
                                  f"{peers[peer]} failed authentication ({exc})") from None
             auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
             self._add(peer, s, key)
-        # NOTE: one deadline for the whole accept loop, and one per connection's handshake: a
-        # stranger that connects and sends nothing costs at most ``t``, and is then dropped.
-        deadline = time.monotonic() + t
-        while len(self.socks) < self.world_size - 1:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                missing = sorted(set(range(self.rank + 1, self.world_size)) - set(self.socks))
-                raise socket.timeout(f"rank {self.rank}: ranks {missing} did not connect within {t}s")
-            self.listener.settimeout(left)
-            s, where = self.listener.accept()
-            try:
-                key = auth.serve_handshake(s, self.secret, min(t, max(left, 0.1)))
-            except (OSError, auth.AuthError) as exc:
-                self.refused.append(f"{where[0]}:{where[1]}: {exc}")
-                log.warning("robust engine: rank %d dropped an unauthenticated connection from %s:%s (%s)",
-                            self.rank, where[0], where[1], exc)
-                s.close()
-                continue
-            try:
-                hello = auth.recv_message(s, key, -1, self.rank, 0, deadline, _HELLO.size)
-                epoch, peer = _HELLO.unpack(hello)
-            except (OSError, auth.AuthError):
-                s.close()
-                continue
-            if epoch != self.epoch or not self.rank < peer < self.world_size:
-                s.close()      # a connection from an attempt before the last failure
-                continue
-            self._add(peer, s, key)
+        self._accept_peers(time.monotonic() + t, t)
         return self.epoch
+
+    def _accept_peers(self, deadline: float, t: float) -> None:
+        """Accept the higher ranks, all handshakes at once in one ``select`` loop.
+
+        NOTE: serving one handshake after another would let a stranger that connects and sends
+        nothing hold up the real peers behind it; here it just waits in ``pending`` (and is
+        dropped when the mesh is complete or the deadline passes).
+        """
+        pending: Dict[socket.socket, auth.Challenged] = {}
+        hello_bytes = 8 + _HELLO.size + auth.MAC
+        try:
+            while len(self.socks) < self.world_size - 1:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = sorted(set(range(self.rank + 1, self.world_size)) - set(self.socks))
+                    raise socket.timeout(f"rank {self.rank}: ranks {missing} did not connect within {t}s")
+                readable, _, _ = select.select([self.listener, *pending], [], [], left)
+                for s in readable:
+                    if s is self.listener:
+                        conn, where = self.listener.accept()
+                        try:
+                            pending[conn] = auth.Challenged(conn, where, self.secret, hello_bytes)
+                        except OSError:
+                            conn.close()
+                        continue
+                    ch = pending[s]
+                    try:
+                        hello = ch.feed()
+                        if hello is None:
+                            continue
+                        epoch, peer = _HELLO.unpack(auth.open_message(hello, ch.key, -1, self.rank, 0))
+                    except BlockingIOError:
+                        continue
+                    except (OSError, auth.AuthError) as exc:
+                        self._refuse(pending.pop(s), exc)
+                        continue
+                    del pending[s]
+                    if epoch != self.epoch or not self.rank < peer < self.world_size:
+                        s.close()      # a connection from an attempt before the last failure
+                        continue
+                    self._add(peer, s, ch.key)
+        finally:
+            for ch in pending.values():
+                self._refuse(ch, "still unauthenticated when the mesh was complete" if ch.key is None
+                             else "no hello")
+
+    def _refuse(self, ch: "auth.Challenged", why) -> None:
+        ch.s.close()
+        if ch.key is None:
+            where = f"{ch.where[0]}:{ch.where[1]}"
+            self.refused.append(f"{where}: {why}")
+            log.warning("robust engine: rank %d dropped an unauthenticated connection from %s (%s)",
+                        self.rank, where, why)
 
     def _add(self, peer: int, s: socket.socket, key: bytes) -> None:
         self._keys[peer], self._seq_out[peer], self._seq_in[peer] = key, 1, 1

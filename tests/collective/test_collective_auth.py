@@ -26,11 +26,11 @@ class Evil:
         return open, (self.path, "w")
 
 
-def run_ranks(world, tracker, fn, before=None):
+def run_ranks(world, tracker, fn, before=None, connect_timeout=5):
     """Each rank in a thread: optional ``before(link)`` (before joining), reconnect, ``fn(link)``."""
     out, errors = [None] * world, []
     links = [SocketLink((tracker.host, tracker.port), r, world, timeout=20, secret=tracker.secret,
-                        connect_timeout=5) for r in range(world)]
+                        connect_timeout=connect_timeout) for r in range(world)]
 
     def body(rank):
         link = links[rank]
@@ -75,8 +75,10 @@ def tracker():
 
 
 def test_a_stranger_knowing_only_the_ports_is_refused_logged_and_changes_nothing(tracker, tmp_path, caplog):
-    """A join line sent to the tracker, a pickle sent to rank 0's listener and a silent connection
-    are dropped and logged; nothing is unpickled, and the job's result and epoch are unchanged."""
+    """A join line sent to the tracker, a pickle sent to rank 0's listener and silent connections to
+    both are dropped and logged; nothing is unpickled, and the job's result and epoch are unchanged.
+    The silent stranger queued first at rank 0 delays nobody: the handshakes run side by side (the
+    deadline of 60 s would otherwise outlast the test's)."""
     evil = pickle.dumps(Evil(tmp_path / "pwned"))
     strangers = []
 
@@ -89,16 +91,18 @@ def test_a_stranger_knowing_only_the_ports_is_refused_logged_and_changes_nothing
 
     def before(link):
         if link.rank == 0:   # queued in rank 0's backlog before any peer: accepted first
+            strangers.append(socket.create_connection(tuple(link.addr)))     # sends nothing
             s = socket.create_connection(tuple(link.addr))
             s.sendall(evil.ljust(128, b"\0"))
             strangers.append(s)
 
     attack_tracker()
     with caplog.at_level(logging.WARNING, logger="mxref.collective"):
-        out, links = run_ranks(3, tracker, ring_sum, before)
+        out, links = run_ranks(3, tracker, ring_sum, before, connect_timeout=60)
         assert wait_for(lambda: len(tracker.refused) >= 2, 30)
     assert out == [(6.0, 6.0, 1)] * 3
-    assert len(links[0].refused) == 1 and not links[1].refused and not links[2].refused
+    assert len(links[0].refused) == 2 and not links[1].refused and not links[2].refused
+    assert any("still unauthenticated when the mesh was complete" in r for r in links[0].refused)
     assert any("unauthenticated connection" in r.getMessage() for r in caplog.records)
     assert not (tmp_path / "pwned").exists()
     for s in strangers:
