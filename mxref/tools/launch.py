@@ -61,15 +61,25 @@ def run_mpi(args: argparse.Namespace) -> int:
     return subprocess.call(mpi_command(args), env=env)
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL when the launcher dies (Linux's PR_SET_PDEATHSIG)."""
+def _parent_death_signal():
+    """A ``preexec_fn`` that makes the child get SIGKILL when the launcher dies (Linux's
+    PR_SET_PDEATHSIG), or None where there is no ``prctl``.
+
+    NOTE: libc is loaded here, in the parent: the child runs between fork and exec while the
+    tracker's threads may hold locks (the import lock among them), so it must not import anything.
+    """
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass        # not Linux: the shared process group still lets a shell's kill reach them
-    if os.getppid() == 1:       # the launcher died before prctl took effect
-        os._exit(1)
+        return None         # not Linux: the shared process group still lets a shell's kill reach them
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, int(signal.SIGKILL))      # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:         # the launcher died before prctl took effect
+            os._exit(1)
+    return preexec
 
 
 def run_robust(args: argparse.Namespace) -> int:
@@ -81,9 +91,11 @@ def run_robust(args: argparse.Namespace) -> int:
     base_env = dict(env, MXREF_COLLECTIVE_ENGINE=os.environ.get("MXREF_COLLECTIVE_ENGINE", "robust"),
                     MXREF_BIND_HOST=args.host, **tracker.env())
 
+    preexec = _parent_death_signal()
+
     def spawn(rank: int, attempt: int) -> subprocess.Popen:
         env = dict(base_env, MXREF_RANK=str(rank), MXREF_NUM_ATTEMPT=str(attempt))
-        return subprocess.Popen(args.command, env=env, preexec_fn=_die_with_parent)
+        return subprocess.Popen(args.command, env=env, preexec_fn=preexec)
 
     procs = {r: spawn(r, 0) for r in range(world)}
     attempts = dict.fromkeys(range(world), 0)
