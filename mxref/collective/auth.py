@@ -144,9 +144,14 @@ def client_handshake(s: socket.socket, secret: bytes, timeout: float) -> bytes:
     return _mac(secret, b"session", nonce_s, nonce_c)
 
 
+def frame_hasher(key: bytes, sender: int, receiver: int, seqno: int, tag: int, nbytes: int):
+    """An HMAC to feed a frame's payload into piece by piece, as it is sent or received."""
+    return hmac.new(key, _MAC_HEAD.pack(sender, receiver, seqno, tag, nbytes), "sha256")
+
+
 def frame_mac(key: bytes, sender: int, receiver: int, seqno: int, tag: int, payload) -> bytes:
     """The MAC that follows one frame's payload (``payload``: bytes or a memoryview)."""
-    h = hmac.new(key, _MAC_HEAD.pack(sender, receiver, seqno, tag, len(payload)), "sha256")
+    h = frame_hasher(key, sender, receiver, seqno, tag, len(payload))
     h.update(payload)
     return h.digest()
 

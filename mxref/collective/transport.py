@@ -224,8 +224,8 @@ class SocketLink(Link):
         data = memoryview(as_bytes(buf))
         seq = self._seq_out[peer]
         self._seq_out[peer] = seq + 1
-        mac = auth.frame_mac(self._keys[peer], self.rank, peer, seq, tag, data)
-        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data, memoryview(mac))
+        hasher = auth.frame_hasher(self._keys[peer], self.rank, peer, seq, tag, data.nbytes)
+        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data, hasher)
         self._outq[peer].append(req)
         return req
 
@@ -296,10 +296,13 @@ class SocketLink(Link):
             rd = self._reader.get(peer)
             if rd is None:
                 rd = self._reader[peer] = _Reader()
+            view = rd.view()
             try:
-                n = s.recv_into(rd.view())
+                n = s.recv_into(view)
             except BlockingIOError:
                 return
+            if n and rd.target is not None and rd.mac is None:
+                rd.hasher.update(view[:n])      # hashed as it arrives, not all at the end
             if n == 0:
                 self._eof.add(peer)
                 if self._posted_for(peer) or rd.got or rd.target is not None:
@@ -319,15 +322,15 @@ class SocketLink(Link):
                 raise MXNetError(f"robust engine: rank {self.rank} expected {req.buf.nbytes} bytes "
                                  f"with tag {tag} from rank {peer}, got {size}")
             rd.start(tag, req, size)
+            seq = self._seq_in[peer]
+            self._seq_in[peer] = seq + 1
+            rd.hasher = auth.frame_hasher(self._keys[peer], peer, self.rank, seq, tag, size)
         if rd.target is not None and rd.mac is None and rd.got == len(rd.target):
             rd.mac, rd.got = bytearray(auth.MAC), 0
             return False
         if rd.mac is None or rd.got < auth.MAC:
             return False
-        seq = self._seq_in[peer]
-        self._seq_in[peer] = seq + 1
-        if not hmac.compare_digest(bytes(rd.mac), auth.frame_mac(self._keys[peer], peer, self.rank, seq,
-                                                                 rd.tag, rd.target)):
+        if not hmac.compare_digest(bytes(rd.mac), rd.hasher.digest()):
             raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
                             f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
                             "replayed or reordered")
@@ -362,22 +365,27 @@ class _Request(LinkRequest):
 
 
 class _Send(_Request):
-    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview,
-                 mac: memoryview) -> None:
+    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview, hasher) -> None:
         super().__init__(link, peer)
-        self.parts, self.sent = [head, data, mac], 0
+        self.parts: List[Optional[memoryview]] = [head, data, None]     # the MAC once data is out
+        self.hasher, self.part, self.sent = hasher, 0, 0
 
     def write(self, s: socket.socket) -> bool:
         """Send what the socket takes now; True once the whole frame is out."""
-        while self.parts:
-            part = self.parts[0]
+        # NOTE: the payload is hashed as it goes out, so the first bytes leave at once instead
+        # of after a pass over the whole buffer; its MAC follows it.
+        while self.part < 3:
+            if self.part == 2 and self.parts[2] is None:
+                self.parts[2] = memoryview(self.hasher.digest())
+            part = self.parts[self.part]
             if self.sent < len(part):
                 n = s.send(part[self.sent:self.sent + (1 << 20)])
+                if self.part == 1:
+                    self.hasher.update(part[self.sent:self.sent + n])
                 self.sent += n
                 if self.sent < len(part):
                     return False
-            self.parts.pop(0)
-            self.sent = 0
+            self.part, self.sent = self.part + 1, 0
         self.done = True
         return True
 
@@ -402,6 +410,7 @@ class _Reader:
         self.head = bytearray(_FRAME.size)
         self.target: Optional[memoryview] = None
         self.mac: Optional[bytearray] = None      # the frame's MAC, read after its payload
+        self.hasher: Any = None                    # the HMAC the payload is fed into
         self.req: Optional[_Recv] = None
         self.tag, self.got = 0, 0
 
