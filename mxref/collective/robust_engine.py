@@ -32,8 +32,8 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from ..base import MXNetError
-from . import algorithms
+from ..base import MXNetError, env_bool
+from . import algorithms, codec
 from .base import Engine, LinkError, reducer, register
 from .link_engine import DEFAULT_CHUNK_BYTES, describe_call, ring_mincount_from
 
@@ -50,8 +50,30 @@ def _row_text(row) -> str:
     return f"{what} at version {version} seqno {seqno}{detail}"
 
 
-def _pickle(obj: Any) -> bytes:
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+_PICKLED = b"MXRPK1\n"     # marks a pickle, sent only with the opt-in
+
+
+def _pickle(obj: Any, allow_pickle: bool = False) -> bytes:
+    """``obj`` in the data-only encoding of ``codec.py``; pickled only with the explicit opt-in."""
+    try:
+        return codec.dumps(obj)
+    except codec.Unsupported as exc:
+        if not allow_pickle:
+            raise MXNetError(f"robust engine: {exc}; checkpoints and broadcast objects travel as numpy "
+                             "arrays, numbers, strings, bytes, lists, tuples and dicts. Pass "
+                             "allow_pickle=True (or set MXREF_ALLOW_PICKLE=1) on every rank to pickle "
+                             "other Python objects (peers then run code the bytes name)") from None
+    return _PICKLED + pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpickle(data: bytes, allow_pickle: bool = False) -> Any:
+    """The inverse of ``_pickle``; a pickle from a peer is refused unless this rank opted in too."""
+    if data[:len(_PICKLED)] == _PICKLED:
+        if not allow_pickle:
+            raise MXNetError("robust engine: a peer sent a pickled object; this rank did not opt in "
+                             "(allow_pickle=True or MXREF_ALLOW_PICKLE=1)")
+        return pickle.loads(data[len(_PICKLED):])
+    return codec.loads(data)
 
 
 def _shift(link, send_to: int, recv_from: int, payload: Optional[bytes]) -> Optional[bytes]:
@@ -101,12 +123,18 @@ class RobustEngine(Engine):
         How many ring successors keep a copy of each rank's local model (Rabit's
         ``rabit_local_replica``, default 2, ``MXREF_ROBUST_LOCAL_REPLICA``), so a rank's local
         model survives unless it dies together with all those successors.
+    allow_pickle : bool, optional
+        Checkpoints and cached broadcast results are kept and sent in a data-only encoding
+        (``codec.py``: arrays, numbers, strings, bytes, lists, tuples, dicts). ``True`` (or
+        ``MXREF_ALLOW_PICKLE=1``) pickles other Python objects too, and unpickles what peers send.
     """
 
     def __init__(self, world: Any = None, rank: Optional[int] = None, attempt: Optional[int] = None,
                  link: Any = None, ring_mincount: Optional[int] = None,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, global_replica: Optional[int] = None,
-                 local_replica: Optional[int] = None) -> None:
+                 local_replica: Optional[int] = None, allow_pickle: Optional[bool] = None) -> None:
+        self.allow_pickle = env_bool("MXREF_ALLOW_PICKLE", False) if allow_pickle is None \
+            else bool(allow_pickle)
         if link is None:
             if world is not None:
                 from .local_engine import LocalRobustLink
@@ -126,7 +154,7 @@ class RobustEngine(Engine):
         self.local_replica = max(min(local_copies, self.world_size - 1), 0)
         self.version, self.seqno = 0, 0
         self.cache: dict = {}            # seqno -> (meta, result) since the last checkpoint
-        self.global_ckpt: Any = None     # pickled bytes, or ("lazy", obj)
+        self.global_ckpt: Any = None     # encoded bytes (codec.py), or ("lazy", obj)
         self.local_ckpt: Optional[bytes] = None
         self.replicas: dict = {}         # origin rank -> its local model, for the origin's recovery
         self._pending: Any = None        # the checkpoint being committed: (global, local)
@@ -152,10 +180,10 @@ class RobustEngine(Engine):
     def broadcast(self, obj: Any, root: int) -> Any:
         self._check_root(root)
         out = obj if isinstance(obj, np.ndarray) and self.rank != root else None
-        # The result is cached pickled: whoever replays it may have passed None or an array.
+        # The result is cached encoded: whoever replays it may have passed None or an array.
         data = self._run(COLLECTIVE, (BROADCAST, root, -1, -1), lambda: _pickle(
-            algorithms.broadcast_value(self.link, obj, root, None, self.chunk_bytes)))
-        value = pickle.loads(data)
+            algorithms.broadcast_value(self.link, obj, root, None, self.chunk_bytes), self.allow_pickle))
+        value = _unpickle(data, self.allow_pickle)
         if out is None:
             return obj if self.rank == root else value
         if not isinstance(value, np.ndarray) or value.size != out.size or value.dtype != out.dtype:
@@ -165,8 +193,8 @@ class RobustEngine(Engine):
         return out
 
     def checkpoint(self, global_model: Any, local_model: Any = None, lazy: bool = False) -> None:
-        self._pending = (("lazy", global_model) if lazy else _pickle(global_model),
-                         None if local_model is None else _pickle(local_model))
+        self._pending = (("lazy", global_model) if lazy else _pickle(global_model, self.allow_pickle),
+                         None if local_model is None else _pickle(local_model, self.allow_pickle))
         self._handed_off = None
         self._run(CHECKPOINT, (0, int(local_model is not None), 0, 0), None)
 
@@ -295,7 +323,7 @@ class RobustEngine(Engine):
         if self.rank == donor:
             ckpt = self.global_ckpt
             if isinstance(ckpt, tuple):        # lazy: serialise only now that someone needs it
-                ckpt = _pickle(ckpt[1])
+                ckpt = _pickle(ckpt[1], self.allow_pickle)
             for peer in loaders:
                 _send_bytes(self.link, peer, ckpt, self.version)
         elif self.rank in loaders:
@@ -306,8 +334,8 @@ class RobustEngine(Engine):
         self.version, self.seqno, self.global_ckpt, self.local_ckpt = version, 0, gbytes, mine
         self.replicas = replicas
         self.cache.clear()
-        gmodel = None if gbytes is None else pickle.loads(gbytes)
-        return True, (version, gmodel, None if mine is None else pickle.loads(mine))
+        gmodel = None if gbytes is None else _unpickle(gbytes, self.allow_pickle)
+        return True, (version, gmodel, None if mine is None else _unpickle(mine, self.allow_pickle))
 
     def _restore_local_models(self, live: np.ndarray, loaders: list) -> Tuple[Optional[bytes], dict]:
         """Give each restarted rank its local model (from its first live successor's replica) and
@@ -347,12 +375,12 @@ class RobustEngine(Engine):
                              "global_replica copies")
         donor = holders[0]
         if self.rank == donor:
-            payload = _pickle(self.cache[smin])
+            payload = _pickle(self.cache[smin], self.allow_pickle)
             for peer in behind:
                 _send_bytes(self.link, peer, payload)
         if self.seqno != smin:
             return False, None
-        item = pickle.loads(_recv_bytes(self.link, donor)[0])
+        item = _unpickle(_recv_bytes(self.link, donor)[0], self.allow_pickle)
         if action != COLLECTIVE or tuple(item[0]) != tuple(meta):
             theirs = _KINDS[item[0][0]]
             raise MXNetError(f"collective: rank {self.rank} replays call {smin} of version {self.version} as "

@@ -6,27 +6,50 @@ ranks have joined, ``{"epoch": e, "peers": {rank: [host, port]}}``; it then conn
 peer. A restarted worker simply joins again under its rank. ``{"cmd": "done", "rank": r}`` says a
 rank left after the final consensus, which releases ranks still rejoining with ``finishing`` set
 (they get ``{"finished": true}``). ``{"cmd": "print", "msg": ...}`` prints on the tracker.
+
+Every connection first passes the job-secret handshake of ``auth.py`` (within ``timeout``
+seconds, ``MXREF_COLLECTIVE_TIMEOUT``), and the request and reply travel as MAC'd messages; a
+peer that fails is logged and dropped. Each connection has its own thread, so one that sends
+nothing delays nobody else.
 """
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import sys
 import threading
-from typing import Dict, Optional, Tuple
+import time
+from typing import Dict, List, Optional, Tuple
+
+from . import auth
+
+log = logging.getLogger("mxref.collective")
+TO_TRACKER, FROM_TRACKER = (0, 1), (1, 0)    # the (sender, receiver) of the tracker's messages
+
+
+def collective_timeout() -> float:
+    """Seconds for one connect, accept, handshake or tracker request (``MXREF_COLLECTIVE_TIMEOUT``)."""
+    import os
+    return float(os.environ.get("MXREF_COLLECTIVE_TIMEOUT", 30))
 
 
 class Tracker:
     """A threaded rendezvous server for ``world_size`` robust workers (start it, then the workers)."""
 
-    def __init__(self, world_size: int, host: str = "127.0.0.1", port: int = 0, out=None) -> None:
+    def __init__(self, world_size: int, host: str = "127.0.0.1", port: int = 0, out=None,
+                 secret: Optional[bytes] = None, timeout: Optional[float] = None) -> None:
         self.world_size = world_size
+        self.secret = secret or auth.new_secret()
+        self.timeout = collective_timeout() if timeout is None else timeout
+        self.refused: List[str] = []      # "host:port: why" of every connection dropped unauthenticated
         self.sock = socket.create_server((host, port), backlog=max(16, 2 * world_size))
         self.host, self.port = self.sock.getsockname()[:2]
         self.out = out or sys.stdout
         self.epoch = 0
         self._waiting: Dict[int, Tuple[socket.socket, list, bool]] = {}
         self._done = False
+        self._keys: Dict[socket.socket, bytes] = {}   # each waiting connection's session key
         self._lock = threading.Lock()
         self._thread: Optional[threading.Thread] = None
         self._closed = False
@@ -39,7 +62,7 @@ class Tracker:
     def env(self) -> Dict[str, str]:
         """The environment a worker needs to find this tracker."""
         return {"MXREF_TRACKER_URI": str(self.host), "MXREF_TRACKER_PORT": str(self.port),
-                "MXREF_WORLD_SIZE": str(self.world_size)}
+                "MXREF_WORLD_SIZE": str(self.world_size), auth.SECRET_ENV: self.secret.hex()}
 
     def close(self) -> None:
         self._closed = True
@@ -59,9 +82,22 @@ class Tracker:
 
     def _handle(self, conn: socket.socket) -> None:
         try:
-            line = conn.makefile("r").readline()
-            msg = json.loads(line) if line else {}
-        except (OSError, ValueError):
+            where = "%s:%s" % conn.getpeername()[:2]
+        except OSError:
+            where = "?"
+        try:
+            key = auth.serve_handshake(conn, self.secret, self.timeout)
+        except (OSError, auth.AuthError) as exc:
+            self.refused.append(f"{where}: {exc}")
+            log.warning("collective tracker: dropped an unauthenticated connection from %s (%s)", where, exc)
+            conn.close()
+            return
+        try:
+            line = auth.recv_message(conn, key, *TO_TRACKER, 0, time.monotonic() + self.timeout)
+            msg = json.loads(line)
+            conn.settimeout(None)      # a join waits, on purpose, until every rank has joined
+        except (OSError, ValueError) as exc:
+            log.warning("collective tracker: bad request from %s (%s)", where, exc)
             conn.close()
             return
         cmd = msg.get("cmd")
@@ -77,7 +113,9 @@ class Tracker:
             with self._lock:
                 old = self._waiting.pop(int(msg["rank"]), None)
                 if old is not None:      # a restarted process replaces its dead predecessor
+                    self._keys.pop(old[0], None)
                     old[0].close()
+                self._keys[conn] = key
                 self._waiting[int(msg["rank"])] = (conn, msg["addr"], bool(msg.get("finishing")))
                 if len(self._waiting) == self.world_size:
                     self._open_epoch()
@@ -88,7 +126,7 @@ class Tracker:
 
     def _reply(self, conn: socket.socket, obj) -> None:
         try:
-            conn.sendall((json.dumps(obj) + "\n").encode())
+            auth.send_message(conn, self._keys.pop(conn), *FROM_TRACKER, 0, json.dumps(obj).encode())
         except OSError:
             pass
         conn.close()

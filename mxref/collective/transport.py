@@ -3,10 +3,19 @@
 Sockets are non-blocking and every transfer is a ``select`` loop, so ``sendrecv`` can push and
 pull at once (a ring where every rank sends first cannot deadlock on full socket buffers), and a
 dead peer shows up as an error on its socket (a killed process's sockets are closed by the kernel).
+
+Every connection (to the tracker and between workers) first passes the job-secret handshake of
+``auth.py``; every frame is ``(tag, nbytes)``, the payload, then an HMAC over (sender, receiver,
+sequence number, tag, nbytes, payload) under the connection's session key, so a forged, replayed
+or reordered frame is a ``LinkError`` naming the peer. Connect, accept and handshake each have a
+deadline (``MXREF_COLLECTIVE_TIMEOUT``); a tracker that cannot be reached is an ``MXNetError``
+naming its address, never a retry loop.
 """
 from __future__ import annotations
 
+import hmac
 import json
+import logging
 import os
 import select
 import socket
@@ -18,11 +27,13 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
+from . import auth
 from .base import Link, LinkError, LinkRequest, as_bytes
+from .tracker import FROM_TRACKER, TO_TRACKER, collective_timeout
 
+log = logging.getLogger("mxref.collective")
 _HELLO = struct.Struct("<qq")   # (epoch, rank) sent first on every new connection
 _FRAME = struct.Struct("<qq")   # (tag, nbytes) before every message
-_MESH_TIMEOUT = 10.0            # building the mesh is quick unless a peer died meanwhile
 
 
 class SocketLink(Link):
@@ -30,8 +41,15 @@ class SocketLink(Link):
     kind = "TCP"
 
     def __init__(self, tracker: Tuple[str, int], rank: int, world_size: int, host: str = "127.0.0.1",
-                 timeout: float = 600.0) -> None:
+                 timeout: float = 600.0, secret: Optional[bytes] = None,
+                 connect_timeout: Optional[float] = None) -> None:
         self.tracker, self.rank, self.world_size, self.timeout = tracker, rank, world_size, timeout
+        self.secret = secret if secret is not None else auth.secret_from_env()
+        self.connect_timeout = collective_timeout() if connect_timeout is None else connect_timeout
+        self.refused: List[str] = []      # connections dropped for failing the handshake
+        self._keys: Dict[int, bytes] = {}    # peer -> this connection's session key
+        self._seq_out: Dict[int, int] = {}
+        self._seq_in: Dict[int, int] = {}
         self.listener = socket.create_server((host, 0), backlog=max(16, 2 * world_size))
         self.addr = [host, self.listener.getsockname()[1]]
         self.socks: Dict[int, socket.socket] = {}
@@ -47,27 +65,39 @@ class SocketLink(Link):
         except KeyError as exc:
             raise MXNetError(f"collective engine 'robust' needs {exc.args[0]} in the environment; start the "
                              "job with python -m mxref.tools.launch --engine robust") from None
-        return cls(tracker, rank, world, timeout=float(os.environ.get("MXREF_ROBUST_TIMEOUT", 600)))
+        return cls(tracker, rank, world, timeout=float(os.environ.get("MXREF_ROBUST_TIMEOUT", 600)),
+                   host=os.environ.get("MXREF_BIND_HOST", "127.0.0.1"))
 
     # -- rendezvous -----------------------------------------------------------------------------
     def _ask_tracker(self, msg: dict, wait: bool) -> Any:
-        with socket.create_connection(self.tracker, timeout=30) as conn:
-            conn.sendall((json.dumps(msg) + "\n").encode())
-            if not wait:
-                return None
-            conn.settimeout(self.timeout)
-            line = conn.makefile("r").readline()
-        if not line:
-            raise MXNetError(f"robust engine: rank {self.rank} lost the tracker at {self.tracker}")
+        where = "%s:%s" % tuple(self.tracker)
+        try:
+            with socket.create_connection(self.tracker, timeout=self.connect_timeout) as conn:
+                key = auth.client_handshake(conn, self.secret, self.connect_timeout)
+                auth.send_message(conn, key, *TO_TRACKER, 0, json.dumps(msg).encode())
+                if not wait:
+                    return None
+                # The reply comes once every rank has joined (a restarted one may take a while).
+                line = auth.recv_message(conn, key, *FROM_TRACKER, 0, time.monotonic() + self.timeout)
+        except auth.AuthError as exc:
+            raise MXNetError(f"robust engine: rank {self.rank}: the tracker at {where} failed "
+                             f"authentication ({exc})") from None
+        except OSError as exc:
+            raise MXNetError(f"robust engine: rank {self.rank} lost the tracker at {where} "
+                             f"({type(exc).__name__}: {exc})") from None
         return json.loads(line)
 
     def reconnect(self, finishing: bool = False) -> Any:
         """Drop every connection (telling the peers), wait for all ranks at the tracker, reconnect."""
+        give_up = time.monotonic() + self.timeout
         while True:
             self._drop()
             try:
                 return self._rendezvous(finishing)
-            except OSError:     # a peer died while the mesh was being built: rejoin
+            except OSError as exc:     # a peer died while the mesh was being built: rejoin
+                if time.monotonic() > give_up:
+                    raise MXNetError(f"robust engine: rank {self.rank} could not build the mesh within "
+                                     f"{self.timeout}s: {exc}") from None
                 time.sleep(0.01 * (1 + self.rank))
 
     def _rendezvous(self, finishing: bool) -> Any:
@@ -79,36 +109,75 @@ class SocketLink(Link):
         peers = {int(r): tuple(a) for r, a in reply["peers"].items()}
         # Lower ranks accept, higher ranks connect: connect() completes through the listen
         # backlog, so nobody waits on anybody while the mesh is built.
+        t = self.connect_timeout
         for peer in range(self.rank):
-            s = socket.create_connection(peers[peer], timeout=_MESH_TIMEOUT)
-            s.sendall(_HELLO.pack(self.epoch, self.rank))
-            self._add(peer, s)
-        self.listener.settimeout(_MESH_TIMEOUT)
-        while len(self.socks) < self.world_size - 1:
-            s, _ = self.listener.accept()
-            s.settimeout(_MESH_TIMEOUT)
+            s = socket.create_connection(peers[peer], timeout=t)
             try:
-                epoch, peer = _HELLO.unpack(self._read_exact(s, _HELLO.size))
-            except OSError:
+                key = auth.client_handshake(s, self.secret, t)
+            except auth.AuthError as exc:
                 s.close()
-                continue
-            if epoch != self.epoch:   # a connection from an attempt before the last failure
-                s.close()
-                continue
-            self._add(peer, s)
+                raise MXNetError(f"robust engine: rank {self.rank}: the listener of rank {peer} at "
+                                 f"{peers[peer]} failed authentication ({exc})") from None
+            auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
+            self._add(peer, s, key)
+        self._accept_peers(time.monotonic() + t, t)
         return self.epoch
 
-    @staticmethod
-    def _read_exact(s: socket.socket, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = s.recv(n - len(data))
-            if not chunk:
-                raise OSError("closed during handshake")
-            data += chunk
-        return data
+    def _accept_peers(self, deadline: float, t: float) -> None:
+        """Accept the higher ranks, all handshakes at once in one ``select`` loop.
 
-    def _add(self, peer: int, s: socket.socket) -> None:
+        NOTE: serving one handshake after another would let a stranger that connects and sends
+        nothing hold up the real peers behind it; here it just waits in ``pending`` (and is
+        dropped when the mesh is complete or the deadline passes).
+        """
+        pending: Dict[socket.socket, auth.Challenged] = {}
+        hello_bytes = 8 + _HELLO.size + auth.MAC
+        try:
+            while len(self.socks) < self.world_size - 1:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    missing = sorted(set(range(self.rank + 1, self.world_size)) - set(self.socks))
+                    raise socket.timeout(f"rank {self.rank}: ranks {missing} did not connect within {t}s")
+                readable, _, _ = select.select([self.listener, *pending], [], [], left)
+                for s in readable:
+                    if s is self.listener:
+                        conn, where = self.listener.accept()
+                        try:
+                            pending[conn] = auth.Challenged(conn, where, self.secret, hello_bytes)
+                        except OSError:
+                            conn.close()
+                        continue
+                    ch = pending[s]
+                    try:
+                        hello = ch.feed()
+                        if hello is None:
+                            continue
+                        epoch, peer = _HELLO.unpack(auth.open_message(hello, ch.key, -1, self.rank, 0))
+                    except BlockingIOError:
+                        continue
+                    except (OSError, auth.AuthError) as exc:
+                        self._refuse(pending.pop(s), exc)
+                        continue
+                    del pending[s]
+                    if epoch != self.epoch or not self.rank < peer < self.world_size:
+                        s.close()      # a connection from an attempt before the last failure
+                        continue
+                    self._add(peer, s, ch.key)
+        finally:
+            for ch in pending.values():
+                self._refuse(ch, "still unauthenticated when the mesh was complete" if ch.key is None
+                             else "no hello")
+
+    def _refuse(self, ch: "auth.Challenged", why) -> None:
+        ch.s.close()
+        if ch.key is None:
+            where = f"{ch.where[0]}:{ch.where[1]}"
+            self.refused.append(f"{where}: {why}")
+            log.warning("robust engine: rank %d dropped an unauthenticated connection from %s (%s)",
+                        self.rank, where, why)
+
+    def _add(self, peer: int, s: socket.socket, key: bytes) -> None:
+        self._keys[peer], self._seq_out[peer], self._seq_in[peer] = key, 1, 1
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         self.socks[peer] = s
@@ -153,7 +222,10 @@ class SocketLink(Link):
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         self._sock(peer)
         data = memoryview(as_bytes(buf))
-        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data)
+        seq = self._seq_out[peer]
+        self._seq_out[peer] = seq + 1
+        hasher = auth.frame_hasher(self._keys[peer], self.rank, peer, seq, tag, data.nbytes)
+        req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data, hasher)
         self._outq[peer].append(req)
         return req
 
@@ -217,17 +289,31 @@ class SocketLink(Link):
             raise LinkError(f"robust engine: rank {self.rank} lost a peer: {exc}") from exc
 
     def _read(self, peer: int, s: socket.socket) -> None:
-        rd = self._reader.get(peer)
-        if rd is None:
-            rd = self._reader[peer] = _Reader()
-        view = rd.view()
-        n = s.recv_into(view)
-        if n == 0:
-            self._eof.add(peer)
-            if self._posted_for(peer) or rd.got or rd.target is not None:
-                raise LinkError(f"robust engine: rank {peer} closed its connection to rank {self.rank}")
-            return
-        rd.got += n
+        """Read from a readable socket until one frame is complete or no bytes are left for now."""
+        # NOTE: a frame is three reads (head, payload, MAC); trying the next read at once, rather
+        # than after another ``select``, keeps a small message at one round.
+        while True:
+            rd = self._reader.get(peer)
+            if rd is None:
+                rd = self._reader[peer] = _Reader()
+            view = rd.view()
+            try:
+                n = s.recv_into(view)
+            except BlockingIOError:
+                return
+            if n and rd.target is not None and rd.mac is None:
+                rd.hasher.update(view[:n])      # hashed as it arrives, not all at the end
+            if n == 0:
+                self._eof.add(peer)
+                if self._posted_for(peer) or rd.got or rd.target is not None:
+                    raise LinkError(f"robust engine: rank {peer} closed its connection to rank {self.rank}")
+                return
+            rd.got += n
+            if self._advance(peer, rd):
+                return
+
+    def _advance(self, peer: int, rd: "_Reader") -> bool:
+        """Move ``rd`` on after a read; True once its frame was checked and delivered."""
         if rd.target is None and rd.got == _FRAME.size:
             tag, size = _FRAME.unpack(rd.head)
             posted = self._posted.get((peer, tag))
@@ -236,16 +322,28 @@ class SocketLink(Link):
                 raise MXNetError(f"robust engine: rank {self.rank} expected {req.buf.nbytes} bytes "
                                  f"with tag {tag} from rank {peer}, got {size}")
             rd.start(tag, req, size)
-        if rd.target is not None and rd.got == len(rd.target):
-            data = rd.target.obj if rd.target.nbytes else b""
-            posted = self._posted.get((peer, rd.tag))
-            if rd.req is not None:
-                rd.req.done = True
-            elif posted:        # posted while this frame was half read (into a stash buffer)
-                posted.popleft().take(data)
-            else:
-                self._stash[(peer, rd.tag)].append(data)
-            self._reader[peer] = _Reader()
+            seq = self._seq_in[peer]
+            self._seq_in[peer] = seq + 1
+            rd.hasher = auth.frame_hasher(self._keys[peer], peer, self.rank, seq, tag, size)
+        if rd.target is not None and rd.mac is None and rd.got == len(rd.target):
+            rd.mac, rd.got = bytearray(auth.MAC), 0
+            return False
+        if rd.mac is None or rd.got < auth.MAC:
+            return False
+        if not hmac.compare_digest(bytes(rd.mac), rd.hasher.digest()):
+            raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
+                            f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
+                            "replayed or reordered")
+        data = rd.target.obj if rd.target.nbytes else b""
+        posted = self._posted.get((peer, rd.tag))
+        if rd.req is not None:
+            rd.req.done = True
+        elif posted:        # posted while this frame was half read (into a stash buffer)
+            posted.popleft().take(data)
+        else:
+            self._stash[(peer, rd.tag)].append(data)
+        self._reader[peer] = _Reader()
+        return True
 
     def _posted_for(self, peer: int) -> bool:
         return any(q for (p, _), q in self._posted.items() if p == peer)
@@ -267,21 +365,27 @@ class _Request(LinkRequest):
 
 
 class _Send(_Request):
-    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview) -> None:
+    def __init__(self, link: SocketLink, peer: int, head: memoryview, data: memoryview, hasher) -> None:
         super().__init__(link, peer)
-        self.parts, self.sent = [head, data], 0
+        self.parts: List[Optional[memoryview]] = [head, data, None]     # the MAC once data is out
+        self.hasher, self.part, self.sent = hasher, 0, 0
 
     def write(self, s: socket.socket) -> bool:
         """Send what the socket takes now; True once the whole frame is out."""
-        while self.parts:
-            part = self.parts[0]
+        # NOTE: the payload is hashed as it goes out, so the first bytes leave at once instead
+        # of after a pass over the whole buffer; its MAC follows it.
+        while self.part < 3:
+            if self.part == 2 and self.parts[2] is None:
+                self.parts[2] = memoryview(self.hasher.digest())
+            part = self.parts[self.part]
             if self.sent < len(part):
                 n = s.send(part[self.sent:self.sent + (1 << 20)])
+                if self.part == 1:
+                    self.hasher.update(part[self.sent:self.sent + n])
                 self.sent += n
                 if self.sent < len(part):
                     return False
-            self.parts.pop(0)
-            self.sent = 0
+            self.part, self.sent = self.part + 1, 0
         self.done = True
         return True
 
@@ -305,12 +409,16 @@ class _Reader:
     def __init__(self) -> None:
         self.head = bytearray(_FRAME.size)
         self.target: Optional[memoryview] = None
+        self.mac: Optional[bytearray] = None      # the frame's MAC, read after its payload
+        self.hasher: Any = None                    # the HMAC the payload is fed into
         self.req: Optional[_Recv] = None
         self.tag, self.got = 0, 0
 
     def view(self) -> memoryview:
         if self.target is None:
             return memoryview(self.head)[self.got:]
+        if self.mac is not None:
+            return memoryview(self.mac)[self.got:]
         return self.target[self.got:]
 
     def start(self, tag: int, req: Optional[_Recv], size: int) -> None:

@@ -6,12 +6,19 @@
 * ``--engine robust``: starts the collective tracker here and W worker processes itself, with
   ``MXREF_RANK``, ``MXREF_WORLD_SIZE``, ``MXREF_TRACKER_URI/PORT`` and ``MXREF_NUM_ATTEMPT``; a
   worker that exits with an error (or is killed) is restarted, up to ``--max-restarts`` times.
+  The launcher makes a random 32-byte job secret and hands it to its workers in
+  ``MXREF_JOB_SECRET`` (the environment, never the command line); every tracker and peer
+  connection authenticates with it. The tracker and the workers listen on ``--host``
+  (``127.0.0.1`` unless a cluster asks for another interface). Workers get a parent-death signal
+  (Linux) and stay in the launcher's process group, so a launcher that dies (even by SIGKILL)
+  takes its workers with it.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +32,8 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--hostfile", default=None, help="mpiexec hostfile (mpi engine)")
     p.add_argument("--engine", choices=["mpi", "robust"], default="mpi")
     p.add_argument("--max-restarts", type=int, default=3, help="restarts allowed per worker (robust)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface the robust tracker and workers listen on (default loopback)")
     p.add_argument("--mpiexec", default=None, help="the mpiexec to call (default: next to python, or PATH)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and its arguments")
     args = p.parse_args(argv)
@@ -52,16 +61,41 @@ def run_mpi(args: argparse.Namespace) -> int:
     return subprocess.call(mpi_command(args), env=env)
 
 
+def _parent_death_signal():
+    """A ``preexec_fn`` that makes the child get SIGKILL when the launcher dies (Linux's
+    PR_SET_PDEATHSIG), or None where there is no ``prctl``.
+
+    NOTE: libc is loaded here, in the parent: the child runs between fork and exec while the
+    tracker's threads may hold locks (the import lock among them), so it must not import anything.
+    """
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None         # not Linux: the shared process group still lets a shell's kill reach them
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, int(signal.SIGKILL))      # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:         # the launcher died before prctl took effect
+            os._exit(1)
+    return preexec
+
+
 def run_robust(args: argparse.Namespace) -> int:
     from mxref.collective.tracker import Tracker
     world = args.num_workers
-    tracker = Tracker(world).start()
-    base_env = dict(os.environ, MXREF_COLLECTIVE_ENGINE=os.environ.get("MXREF_COLLECTIVE_ENGINE", "robust"),
-                    **tracker.env())
+    tracker = Tracker(world, host=args.host).start()
+    env = dict(os.environ)
+    env.pop("MXREF_JOB_SECRET", None)   # every job gets its own
+    base_env = dict(env, MXREF_COLLECTIVE_ENGINE=os.environ.get("MXREF_COLLECTIVE_ENGINE", "robust"),
+                    MXREF_BIND_HOST=args.host, **tracker.env())
+
+    preexec = _parent_death_signal()
 
     def spawn(rank: int, attempt: int) -> subprocess.Popen:
         env = dict(base_env, MXREF_RANK=str(rank), MXREF_NUM_ATTEMPT=str(attempt))
-        return subprocess.Popen(args.command, env=env)
+        return subprocess.Popen(args.command, env=env, preexec_fn=preexec)
 
     procs = {r: spawn(r, 0) for r in range(world)}
     attempts = dict.fromkeys(range(world), 0)

@@ -16,7 +16,7 @@ def in_threads(world, fn, tracker):
     out, errors = [None] * world, []
 
     def body(rank):
-        link = SocketLink((tracker.host, tracker.port), rank, world, timeout=20)
+        link = SocketLink((tracker.host, tracker.port), rank, world, timeout=20, secret=tracker.secret)
         try:
             link.reconnect()
             out[rank] = fn(link)
@@ -69,7 +69,7 @@ def test_a_closed_peer_is_a_link_error_and_everyone_rejoins(tracker):
 
 def test_tracker_prints_and_missing_environment_is_explained(tracker, monkeypatch):
     """tracker_print lands on the tracker's stream; a robust engine without the launcher says how."""
-    link = SocketLink((tracker.host, tracker.port), 0, 3)
+    link = SocketLink((tracker.host, tracker.port), 0, 3, secret=tracker.secret)
     link.tracker_print("[0] hello")
     link.listener.close()
     for _ in range(100):

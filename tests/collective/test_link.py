@@ -52,7 +52,7 @@ def run_tcp_pair(fn):
     tracker = Tracker(2, out=io.StringIO()).start()
     try:
         def make(rank):
-            link = SocketLink((tracker.host, tracker.port), rank, 2, timeout=30)
+            link = SocketLink((tracker.host, tracker.port), rank, 2, timeout=30, secret=tracker.secret)
             link.reconnect()
             return link
         run_pair(make, fn)
