@@ -44,3 +44,20 @@ def run_reporting(cmd: list, timeout: float, env: dict) -> subprocess.CompletedP
 def mpiexec(n: int) -> list:
     """The command prefix that starts ``n`` ranks on loopback."""
     return [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(n)]
+
+
+def run_per_rank(n: int, cmd: list, timeout: float, env: dict) -> subprocess.CompletedProcess:
+    """``mpiexec -n n cmd`` from the repository root, with each rank's stdout and stderr in files
+    of its own (Hydra's ``-outfile-pattern``/``-errfile-pattern``): ``proc.ranks[r]`` is rank
+    ``r``'s whole stdout followed by its stderr, and ``proc.stdout`` joins them rank by rank after
+    mpiexec's own output, so no line is glued to another rank's or lost in the merge, for
+    programs that write no report files (the examples, the demo)."""
+    with tempfile.TemporaryDirectory(prefix="mxref-ranks-") as folder:
+        proc = subprocess.run([*mpiexec(n)[:-2], "-outfile-pattern", f"{folder}/out.%r",
+                               "-errfile-pattern", f"{folder}/err.%r", "-n", str(n), *cmd],
+                              env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        files = [Path(folder, f"{kind}.{r}") for r in range(n) for kind in ("out", "err")]
+        texts = [f.read_text() if f.exists() else "" for f in files]
+    proc.ranks = [texts[2 * r] + texts[2 * r + 1] for r in range(n)]
+    proc.stdout = proc.stdout + "".join(proc.ranks)
+    return proc

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pickle
+import sys
 import time
 from typing import Any, Callable, Dict, Optional, Tuple, Type
 
@@ -170,7 +171,10 @@ class Engine:
         raise NotImplementedError
 
     def tracker_print(self, msg: str) -> None:
-        print(f"[{self.rank}] {msg}", flush=True)
+        # NOTE: one write of whole lines, each tagged with the rank: print() writes the text and
+        # the newline separately, and another thread's output can land between the two.
+        sys.stdout.write("".join(f"[{self.rank}] {line}\n" for line in str(msg).split("\n")))
+        sys.stdout.flush()
 
     def shutdown(self) -> None:
         pass

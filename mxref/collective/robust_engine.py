@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
@@ -205,11 +206,12 @@ class RobustEngine(Engine):
         return self.version
 
     def tracker_print(self, msg: str) -> None:
-        line = f"[{self.rank}] {msg}"
+        lines = "\n".join(f"[{self.rank}] {line}" for line in str(msg).split("\n"))
         if hasattr(self.link, "tracker_print"):
-            self.link.tracker_print(line)     # printed by the tracker, like Rabit's TrackerPrint
-        else:
-            print(line, flush=True)
+            self.link.tracker_print(lines)    # printed by the tracker, like Rabit's TrackerPrint
+        else:                                 # one write: no other output between text and newline
+            sys.stdout.write(lines + "\n")
+            sys.stdout.flush()
 
     def shutdown(self) -> None:
         self._run(SHUTDOWN, (0, 0, 0, 0), None)

@@ -102,7 +102,10 @@ class Tracker:
             return
         cmd = msg.get("cmd")
         if cmd == "print":
-            print(msg.get("msg", ""), file=self.out, flush=True)
+            # One write per message: print() writes the newline apart, so two ranks' messages
+            # handled by two threads could share a line.
+            self.out.write(f"{msg.get('msg', '')}\n")
+            self.out.flush()
             conn.close()
         elif cmd == "done":
             with self._lock:

@@ -3,11 +3,10 @@
 Skipped without mpi4py or mpiexec.
 """
 import re
-import subprocess
 import sys
 
 import pytest
-from mpi_support import ROOT, loopback_env, mpiexec, needs_mpi
+from mpi_support import ROOT, loopback_env, needs_mpi, run_per_rank
 
 pytestmark = needs_mpi
 
@@ -15,11 +14,12 @@ pytestmark = needs_mpi
 def mpirun(example, workers, servers, *args, timeout=90):
     """Run ``examples/<example>`` on ``workers + servers`` loopback ranks; return stdout (rc 0).
 
-    NOTE: mpiexec merges the ranks' output and may glue one rank's line to the next one's, so
-    the tests match bounded patterns, never whole lines."""
+    NOTE: mpiexec's merged output may glue one rank's line to the next one's or lose the last
+    line of a rank that exits at once, so each rank writes to its own file (``run_per_rank``)
+    and the output is those files, rank by rank."""
     env = loopback_env(MXREF_NUM_SERVERS=servers, MXREF_KV_TIMEOUT=30)
-    cmd = [*mpiexec(workers + servers), sys.executable, str(ROOT / "examples" / example), *map(str, args)]
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    cmd = [sys.executable, str(ROOT / "examples" / example), *map(str, args)]
+    proc = run_per_rank(workers + servers, cmd, timeout, env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return proc.stdout
 

@@ -1,13 +1,15 @@
 """``DataLoader``: batches from a Dataset, optionally loaded by worker processes.
 
 With ``num_workers > 0`` the samples of each batch are read and stacked by forked worker
-processes into numpy arrays, which travel back over the pool's pipes; the main process turns
-them into NDArrays. Up to ``prefetch`` batches (default ``2 * num_workers``) are in flight, and
-batches come out in sampler order.
+processes (``worker_pool.py``: a private pair of pipes per worker) into numpy arrays, which travel
+back over the worker's result pipe; the main process turns them into NDArrays. Up to
+``prefetch`` batches (default ``2 * num_workers``) are in flight, batches come out in sampler
+order, and every wait for a worker has a deadline (``timeout``; ``worker_pool.py``).
 """
 from __future__ import annotations
 
-import multiprocessing
+import collections
+import itertools
 from typing import Callable, Optional
 
 import numpy as np
@@ -16,6 +18,7 @@ from ... import engine as _engine
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
 from . import sampler as _sampler
+from .worker_pool import WorkerPool
 
 __all__ = ["DataLoader", "default_batchify_fn"]
 
@@ -131,29 +134,32 @@ class DataLoader:
         yield from self._iter_workers()
 
     def _iter_workers(self):
-        if self._pool is None:
-            nd.waitall()      # the workers are forked: pending writes must be done first
-            ctx = multiprocessing.get_context("fork")
-            self._pool = ctx.Pool(self._num_workers, initializer=_worker_initializer,
-                                  initargs=(self._dataset,))
-        pending = []
+        if self._pool is None or self._pool.closed:
+            # NOTE: fork only from an idle engine: an engine thread caught holding a lock (the
+            # storage pool's, a variable's) would leave that lock held for ever in the workers.
+            nd.waitall()
+            self._pool = WorkerPool(self._num_workers, _worker_initializer, (self._dataset,),
+                                    _worker_fn)
+        pool, pending = self._pool, collections.deque()
         batches = iter(self._batch_sampler)
-        for batch in batches:
-            pending.append(self._pool.apply_async(_worker_fn, (batch, self._batchify_fn)))
-            if len(pending) > self._prefetch:
-                break
-        while pending:
-            result = pending.pop(0).get(self._timeout)
-            nxt = next(batches, None)
-            if nxt is not None:
-                pending.append(self._pool.apply_async(_worker_fn, (nxt, self._batchify_fn)))
-            yield _to_nd(result) if self._batchify_fn is None else result
+        try:
+            for batch in itertools.islice(batches, self._prefetch + 1):
+                pending.append(pool.submit(batch, self._batchify_fn))
+            while pending:
+                result = pool.get(pending.popleft(), self._timeout)
+                nxt = next(batches, None)
+                if nxt is not None:
+                    pending.append(pool.submit(nxt, self._batchify_fn))
+                yield _to_nd(result) if self._batchify_fn is None else result
+        finally:
+            if not pool.closed:
+                pool.drop(pending)   # abandoned mid-epoch: their results are discarded
 
     def __del__(self):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             self._pool = None
             try:
-                pool.terminate()
+                pool.close()
             except Exception:   # noqa: BLE001 - interpreter shutdown may have torn the pool down
                 pass
