@@ -220,11 +220,16 @@ class ThreadedEnginePerDevice(Engine):
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
         if getattr(worker_state, "op_name", None) is not None or in_inline_scope():
             return   # NOTE: a worker waiting for completions could be waiting for itself
+        self._sleep_until_pending_at_most(self.max_pending)
+
+    def _sleep_until_pending_at_most(self, bound: int) -> None:
+        """Sleep until at most ``bound`` operations are pending (``_complete`` wakes the sleepers
+        at 0 and at ``max_pending``). Ctrl-C here cancels the queue, then propagates."""
         try:
             with self._cond:
                 self._sleepers += 1
                 try:
-                    while self._pending.value > self.max_pending:
+                    while self._pending.value > bound:
                         self._cond.wait()
                 finally:
                     self._sleepers -= 1
@@ -402,17 +407,7 @@ class ThreadedEnginePerDevice(Engine):
     def _drain(self) -> None:
         if self._pending.value == 0:
             return
-        try:
-            with self._cond:
-                self._sleepers += 1
-                try:
-                    while self._pending.value > 0:
-                        self._cond.wait()
-                finally:
-                    self._sleepers -= 1
-        except KeyboardInterrupt:
-            self.cancel()
-            raise
+        self._sleep_until_pending_at_most(0)
 
     def cancel(self) -> None:
         """Cancel every operation pushed so far that has not started (what Ctrl-C at a wait does).
