@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from socket_ranks import run_ranks
 
 from mxref.base import MXNetError
 from mxref.collective import algorithms, auth
@@ -24,34 +25,6 @@ class Evil:
 
     def __reduce__(self):
         return open, (self.path, "w")
-
-
-def run_ranks(world, tracker, fn, before=None, connect_timeout=5):
-    """Each rank in a thread: optional ``before(link)`` (before joining), reconnect, ``fn(link)``."""
-    out, errors = [None] * world, []
-    links = [SocketLink((tracker.host, tracker.port), r, world, timeout=20, secret=tracker.secret,
-                        connect_timeout=connect_timeout) for r in range(world)]
-
-    def body(rank):
-        link = links[rank]
-        try:
-            if before is not None:
-                before(link)
-            link.reconnect()
-            out[rank] = fn(link)
-        except BaseException as exc:  # noqa: B036 - surfaced below
-            errors.append(exc)
-        finally:
-            link._drop()
-            link.listener.close()
-    threads = [threading.Thread(target=body, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
-    assert not errors, errors
-    return out, links
 
 
 def ring_sum(link):
@@ -159,7 +132,7 @@ def test_a_forged_or_replayed_frame_is_refused_and_the_job_goes_on(tracker, atta
                 link.recv(1, got)
         link.reconnect()            # the engine rejoins after a LinkError
         return ring_sum(link)
-    out, _ = run_ranks(3, tracker, work)
+    out, _ = run_ranks(3, tracker, work, connect_timeout=5)
     assert out == [(6.0, 6.0, 2)] * 3
 
 

@@ -4,6 +4,7 @@ import threading
 
 import numpy as np
 import pytest
+from socket_ranks import run_ranks
 
 from mxref.base import MXNetError
 from mxref.collective import algorithms
@@ -13,25 +14,7 @@ from mxref.collective.transport import SocketLink
 
 
 def in_threads(world, fn, tracker):
-    out, errors = [None] * world, []
-
-    def body(rank):
-        link = SocketLink((tracker.host, tracker.port), rank, world, timeout=20, secret=tracker.secret)
-        try:
-            link.reconnect()
-            out[rank] = fn(link)
-        except BaseException as exc:  # noqa: B036 - surfaced below
-            errors.append(exc)
-        finally:
-            link._drop()
-            link.listener.close()
-    threads = [threading.Thread(target=body, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert not errors, errors
-    return out
+    return run_ranks(world, tracker, fn)[0]
 
 
 @pytest.fixture
