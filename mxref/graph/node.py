@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 from ..base import MXNetError
 
-__all__ = ["Node", "NodeEntry", "make_node", "node_entries", "set_op_lookup"]
+__all__ = ["Node", "NodeEntry", "make_node", "node_entries", "set_op_lookup", "lookup_op"]
 
 
 def _no_registry(op_name: str):
@@ -29,6 +29,11 @@ def set_op_lookup(lookup: Callable[[str], Any]) -> None:
     """Install the function ``make_node`` uses to find an operator by name."""
     global _op_lookup
     _op_lookup = lookup
+
+
+def lookup_op(op_name: str) -> Any:
+    """The operator registered under ``op_name`` (through the installed lookup)."""
+    return _op_lookup(op_name)
 
 
 class NodeEntry(NamedTuple):
@@ -90,7 +95,7 @@ def make_node(op_name: str, inputs: Sequence[NodeEntry], name: str,
     reuses the forward node's parameters: ``make_node('_backward_FullyConnected', ins, name,
     params=fwd.params)``.
     """
-    op = _op_lookup(op_name)
+    op = lookup_op(op_name)
     node = Node(op, name, attrs, inputs)
     if params is not None:
         node._params = dict(params)

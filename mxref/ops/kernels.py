@@ -18,12 +18,13 @@ import numpy as np
 
 from .._ext import switch as _switch
 from ..base import MXNetError
+from ..graph.node import lookup_op
 
 if TYPE_CHECKING:
     from .registry import OpDef
 
 __all__ = ["Kernel", "register_kernel", "unregister_kernel", "list_kernels", "get_kernel",
-           "fast_kernel_for", "reference_kernel", "set_op_lookup"]
+           "fast_kernel_for", "reference_kernel"]
 
 _HOST = ("cpu", "cpu_pinned", "cpu_shared")      # device types whose memory numpy reads directly
 
@@ -95,7 +96,7 @@ def _rebuild(*_) -> None:
     for key, kernels in _FAST.items():
         if kernels and not (reference and key[1] == "cpu"):
             if key not in _DISPATCH:      # one callable per pair: it reads the live list
-                _DISPATCH[key] = _dispatcher(_op_lookup(key[0]), key[1], kernels)
+                _DISPATCH[key] = _dispatcher(lookup_op(key[0]), key[1], kernels)
             active[key] = _DISPATCH[key]
     # Key by key (each dict operation is atomic), so a concurrent lookup never sees an empty table.
     for key in [k for k in _KERNELS if k not in active]:
@@ -120,7 +121,7 @@ def register_kernel(op_name: str, device_type: str, fn: Callable, *, applies: Ca
                         name="optimizer_kernels.sgd_update")
     """
     try:
-        _op_lookup(op_name)
+        lookup_op(op_name)
     except MXNetError:
         raise MXNetError(f"register_kernel: operator {op_name!r} is not registered") from None
     if device_type not in ("cpu", "gpu"):
@@ -194,15 +195,4 @@ def reference_kernel(opdef: OpDef) -> Callable:
     return opdef.fcompute
 
 
-def set_op_lookup(fn: Callable[[str], "OpDef"]) -> None:
-    """The registry installs ``get`` here (this module imports nothing of it)."""
-    global _op_lookup
-    _op_lookup = fn
-
-
-def _no_lookup(name: str):
-    raise MXNetError("the kernel table has no operator lookup (import mxref.ops.registry)")
-
-
-_op_lookup: Callable[[str], "OpDef"] = _no_lookup
 _switch.on_change(_rebuild)

@@ -47,7 +47,6 @@ import numpy as np
 
 from ..base import MXNetError, _Null, normalize_dtype
 from ..graph import node as _graph_node
-from . import kernels as _kernels
 from .kernels import (  # noqa: F401
     _KERNELS,
     Kernel,
@@ -441,9 +440,9 @@ def get(name: str) -> OpDef:
 
 
 # The graph layer finds operators by name through this registry (``make_node`` in gradients), and
-# so does the kernel table (``kernels.py``), for each op's reference kernel.
+# so does the kernel table (``kernels.py``, through ``graph.node.lookup_op``), for each op's
+# reference kernel.
 _graph_node.set_op_lookup(get)
-_kernels.set_op_lookup(get)
 
 
 def exists(name: str) -> bool:
