@@ -12,6 +12,11 @@
   (``127.0.0.1`` unless a cluster asks for another interface). Workers get a parent-death signal
   (Linux) and stay in the launcher's process group, so a launcher that dies (even by SIGKILL)
   takes its workers with it.
+* ``--hostfile FILE``: ranks go to the file's hosts in Hydra's order (each host's slots, then
+  round again). A hostfile written by ``python -m mxref.tools.cluster up`` names namespace hosts
+  of this machine: mpi runs get the cluster's launcher-exec script, ``-iface`` of its bridge and
+  TCP-only libfabric/UCX settings; robust runs put the tracker on the bridge and start each worker
+  inside its host (``cluster_plan``, ``robust_placement``).
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 
 def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -50,15 +55,51 @@ def mpi_command(args: argparse.Namespace) -> List[str]:
     """The mpiexec line for an mpi run (exposed for tests)."""
     mpiexec = args.mpiexec or shutil.which("mpiexec", path=os.path.dirname(sys.executable)) \
         or shutil.which("mpiexec") or "mpiexec"
-    where = ["-f", args.hostfile] if args.hostfile else ["-launcher", "fork", "-iface", "lo"]
+    where = ["-f", args.hostfile, *cluster_plan(args)[0]] if args.hostfile \
+        else ["-launcher", "fork", "-iface", "lo"]
     return [mpiexec, *where, "-n", str(args.num_workers + args.num_servers), *args.command]
+
+
+def cluster_plan(args: argparse.Namespace) -> Tuple[List[str], Dict[str, str]]:
+    """For a hostfile of ``mxref.tools.cluster``'s namespace hosts: the extra mpiexec options and
+    environment (none for a hostfile of real machines, which Hydra reaches by ssh)."""
+    from mxref.tools import cluster, hostfile
+    state = hostfile.read(args.hostfile).cluster()
+    if state is None:
+        return [], {}
+    return cluster.mpiexec_options(state), cluster.mpi_env(state)
 
 
 def run_mpi(args: argparse.Namespace) -> int:
     env = dict(os.environ, MXREF_NUM_SERVERS=str(args.num_servers))
     if not args.hostfile:
         env.setdefault("FI_TCP_IFACE", "lo")
+    else:
+        env.update(cluster_plan(args)[1])
     return subprocess.call(mpi_command(args), env=env)
+
+
+Placement = Callable[[int], Tuple[List[str], Dict[str, str]]]
+
+
+def robust_placement(args: argparse.Namespace) -> Tuple[str, Placement]:
+    """Where a robust job's pieces go: the tracker's listening address, and for each rank the
+    command prefix that starts it on its host and the variables it needs there. Without a
+    hostfile everything is local on ``--host``; with a cluster hostfile the tracker listens on the
+    bridge and rank r runs inside its host (``cluster exec``, which keeps the environment, so the
+    job secret never appears on a command line) and listens on that host's address."""
+    if not args.hostfile:
+        return args.host, lambda rank: ([], {"MXREF_BIND_HOST": args.host})
+    from mxref.tools import hostfile
+    hosts = hostfile.read(args.hostfile)
+    state = hosts.cluster()
+    if state is None:
+        raise SystemExit("launch: --engine robust with a hostfile needs hosts made by python -m "
+                         "mxref.tools.cluster (over ssh the job secret would have to travel on the "
+                         "command line); on real machines start the workers with mpiexec -f instead")
+    where = hosts.placement(args.num_workers)
+    prefix = [sys.executable, "-m", "mxref.tools.cluster", "--state-dir", state["state_dir"], "exec"]
+    return state["bridge_addr"], lambda rank: ([*prefix, where[rank], "--"], {"MXREF_BIND_HOST": where[rank]})
 
 
 def _parent_death_signal():
@@ -85,17 +126,19 @@ def _parent_death_signal():
 def run_robust(args: argparse.Namespace) -> int:
     from mxref.collective.tracker import Tracker
     world = args.num_workers
-    tracker = Tracker(world, host=args.host).start()
+    tracker_host, place = robust_placement(args)
+    tracker = Tracker(world, host=tracker_host).start()
     env = dict(os.environ)
     env.pop("MXREF_JOB_SECRET", None)   # every job gets its own
     base_env = dict(env, MXREF_COLLECTIVE_ENGINE=os.environ.get("MXREF_COLLECTIVE_ENGINE", "robust"),
-                    MXREF_BIND_HOST=args.host, **tracker.env())
+                    **tracker.env())
 
     preexec = _parent_death_signal()
 
     def spawn(rank: int, attempt: int) -> subprocess.Popen:
-        env = dict(base_env, MXREF_RANK=str(rank), MXREF_NUM_ATTEMPT=str(attempt))
-        return subprocess.Popen(args.command, env=env, preexec_fn=preexec)
+        prefix, extra = place(rank)
+        env = dict(base_env, MXREF_RANK=str(rank), MXREF_NUM_ATTEMPT=str(attempt), **extra)
+        return subprocess.Popen([*prefix, *args.command], env=env, preexec_fn=preexec)
 
     procs = {r: spawn(r, 0) for r in range(world)}
     attempts = dict.fromkeys(range(world), 0)
