@@ -16,8 +16,8 @@ Every name it makes starts with ``--prefix`` (``mxref-``) and every address lies
 (``10.77.0.0/24``; the bridge is ``.1``, host i is ``.(i+2)``), so traffic stays between these
 namespaces and the bridge. What ``up`` makes is recorded in ``STATE_DIR/cluster.json``
 (``--state-dir``, ``MXREF_CLUSTER_DIR``, default ``/run/mxref-cluster``) *before* it is made, so
-``down`` also cleans up after a crash; ``down`` also sweeps namespaces and links with the
-cluster's names that the record missed.
+``down`` also cleans up after a crash; it also sweeps namespaces and links with the recorded
+prefix that the record missed (``down --prefix P`` sweeps a prefix whose record is lost).
 """
 from __future__ import annotations
 
@@ -180,7 +180,11 @@ def down(folder: Optional[Path] = None, prefix: Optional[str] = None) -> List[st
     """Remove every host, link and the bridge (idempotent); returns what it removed."""
     folder = state_dir(folder)
     state = load(folder)
-    prefix = prefix or (state or {}).get("prefix", "mxref-")
+    # Without a record only an explicit --prefix is swept: another state dir may own a cluster
+    # with the default names.
+    prefix = prefix or (state or {}).get("prefix")
+    if prefix is None:
+        return []
     removed = []
     names = {h["netns"] for h in (state or {}).get("hosts", [])}
     ours = re.compile(re.escape(prefix) + r"h\d+")
@@ -318,7 +322,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   f"{args.hostfile} -- python train.py")
         elif args.cmd == "down":
             removed = down(folder, args.prefix)
-            print("removed " + (", ".join(removed) if removed else "nothing (no cluster was up)"))
+            print("removed " + (", ".join(removed) if removed else "nothing"))
         elif args.cmd == "status":
             print(describe(_require(folder)))
         elif args.cmd == "link":

@@ -64,6 +64,8 @@ def cluster_plan(args: argparse.Namespace) -> Tuple[List[str], Dict[str, str]]:
     """For a hostfile of ``mxref.tools.cluster``'s namespace hosts: the extra mpiexec options and
     environment (none for a hostfile of real machines, which Hydra reaches by ssh)."""
     from mxref.tools import cluster, hostfile
+    if not os.path.isfile(args.hostfile):
+        return [], {}                  # mpiexec itself says the file is missing
     state = hostfile.read(args.hostfile).cluster()
     if state is None:
         return [], {}

@@ -1,0 +1,259 @@
+"""A 2-host cluster of network namespaces (``mxref.tools.cluster``): jobs across hosts, bytes on the
+links, bandwidth limits, partitions, and a ``down`` that leaves nothing behind.
+
+Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and mpiexec; skipped otherwise. The tests use their
+own prefix and subnet, so they never touch a cluster a user has up (``mxref-``, 10.77.0.0/24).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mpi_support import HAVE_MPI, ROOT
+
+from mxref.tools import cluster, hostfile, netns
+
+PREFIX, SUBNET = "mxtest-", "10.78.9.0/24"
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+
+pytestmark = pytest.mark.skipif(
+    netns.missing_privileges() is not None or not HAVE_MPI,
+    reason=f"needs root and mpiexec: {netns.missing_privileges() or 'no mpiexec'}")
+
+
+def job_env(folder):
+    return dict(os.environ, PYTHONPATH=f"{ROOT}:{ROOT / 'tests' / 'mpi_programs'}",
+                MXREF_CLUSTER_DIR=str(folder), MXREF_TEST_REPORT_DIR=str(folder / "reports"),
+                MXREF_KV_TIMEOUT="60")
+
+
+def reports(folder):
+    out = "".join(p.read_text() for p in sorted((folder / "reports").iterdir()))
+    shutil.rmtree(folder / "reports")
+    (folder / "reports").mkdir()
+    return out
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    """Two hosts, unlimited links; ``down`` runs whatever the tests do."""
+    folder = Path(tempfile.mkdtemp(prefix="mxref-cluster-test-"))
+    (folder / "reports").mkdir()
+    try:
+        state = cluster.up(2, str(folder / "hosts.txt"), "unlimited", SUBNET, PREFIX, folder)
+        yield state, folder
+    finally:
+        cluster.down(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def launch(folder, args, timeout=120, **env):
+    """``python -m mxref.tools.launch --hostfile hosts.txt ARGS`` with the job environment."""
+    return subprocess.run([PY, "-m", "mxref.tools.launch", "--hostfile", str(folder / "hosts.txt"), *args],
+                          env=dict(job_env(folder), **env), cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.timeout(120)
+def test_hosts_have_their_own_names_shm_and_pids(hosts):
+    """Each host has its own hostname, /dev/shm and pid 1 (else MPI would share memory across them)."""
+    state, folder = hosts
+    outs = []
+    for h in state["hosts"]:
+        proc = subprocess.run([PY, "-m", "mxref.tools.cluster", "--state-dir", str(folder), "exec", h["name"],
+                               "--", "sh", "-c", "hostname; touch /dev/shm/mxtest-mark; ls /dev/shm; "
+                               "cat /proc/1/comm"], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(proc.stdout.split())
+    assert outs == [["mxtest-h0", "mxtest-mark", "sleep"], ["mxtest-h1", "mxtest-mark", "sleep"]]
+    assert not os.path.exists("/dev/shm/mxtest-mark")
+    assert hostfile.read(str(folder / "hosts.txt")).placement(3) == ["10.78.9.2", "10.78.9.3", "10.78.9.2"]
+
+
+@pytest.mark.timeout(120)
+def test_dist_sync_closed_forms_with_server_and_workers_on_different_hosts(hosts):
+    """kv_sync.py (each worker pushes rank+1, every pull sees the sum) over 2 hosts: rank 0 (the
+    server) on h0, worker 0 on h1, worker 1 on h0; worker 0's traffic crosses h1's link."""
+    state, folder = hosts
+    before = cluster.link_bytes(state)["mxtest-h1"]
+    proc = launch(folder, ["-n", "2", "-s", "1", "--", PY, "tests/mpi_programs/kv_sync.py"])
+    text = reports(folder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "worker 0 of 2: OK" in text and "worker 1 of 2: OK" in text, text + proc.stderr
+    after = cluster.link_bytes(state)["mxtest-h1"]
+    assert after["sent"] - before["sent"] > 200_000 and after["received"] - before["received"] > 200_000
+
+
+@pytest.mark.timeout(120)
+def test_plain_mpiexec_with_the_hostfile_and_printed_options(hosts):
+    """``mpiexec -f hosts.txt`` with the options the hostfile's comment lists starts ranks on both hosts."""
+    state, folder = hosts
+    cmd = [shutil.which("mpiexec", path=str(Path(PY).parent)), "-f", str(folder / "hosts.txt"),
+           *cluster.mpiexec_options(state), "-n", "2", PY, "-c",
+           "import socket, os; from report import report; report(socket.gethostname())"]
+    proc = subprocess.run(cmd, env=dict(job_env(folder), **cluster.mpi_env(state)), cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert reports(folder).split() == ["mxtest-h0", "mxtest-h1"]
+
+
+def expected_model(world, iters=4):
+    model = np.zeros(4)
+    for it in range(iters):
+        grad = sum(np.arange(4.0) * (r + 1) + it for r in range(world))
+        model = model * 0.5 + grad + float(world - 1 + it)
+    return model
+
+
+@pytest.mark.timeout(180)
+def test_robust_allreduce_survives_a_kill_on_each_host(hosts):
+    """Rank 0 (on h0) killed at iteration 1 and rank 1 (on h1) at iteration 2: both restarted on
+    their hosts, and every rank ends with the failure-free model."""
+    state, folder = hosts
+    proc = launch(folder, ["-n", "2", "--engine", "robust", "--max-restarts", "2", "--", PY,
+                           str(HERE / "robust_hosts.py")], KILL_AT="0:1,1:2")
+    text = reports(folder)
+    assert proc.returncode == 0, proc.stderr
+    assert "worker 0 exited with -9" in proc.stderr and "worker 1 exited with -9" in proc.stderr
+    lines = sorted(text.splitlines())
+    assert len(lines) == 2, text
+    want = " ".join(map(str, expected_model(2).tolist()))
+    for rank, line in enumerate(lines):
+        assert line == f"rank {rank} host mxtest-h{rank} attempt 1 version 4 model {want}", line
+
+
+@pytest.mark.timeout(120)
+def test_link_counters_match_the_protocols_bytes(hosts):
+    """One worker (h1) and one server (h0), a 1M-float key: init + 3 pushes up, 3 pulls down.
+    The veth counts the payload plus TCP/IP framing (at most 66 of every 1514 bytes of a frame):
+    within 10% of that."""
+    state, folder = hosts
+    n = 1 << 20
+    before = cluster.link_bytes(state)["mxtest-h1"]
+    proc = launch(folder, ["-n", "1", "-s", "1", "--", PY, str(HERE / "kv_bytes.py")], KV_BYTES_N=str(n))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "worker 0 on mxtest-h1: OK" in reports(folder)
+    after = cluster.link_bytes(state)["mxtest-h1"]
+    framing = 1514 / 1448
+    want_sent, want_received = 4 * n * 4 * framing, 3 * 4 * n * framing
+    sent, received = after["sent"] - before["sent"], after["received"] - before["received"]
+    assert abs(sent - want_sent) < 0.1 * want_sent, (sent, want_sent)
+    assert abs(received - want_received) < 0.1 * want_received, (received, want_received)
+
+
+@pytest.mark.timeout(120)
+def test_a_100mbit_limit_makes_50mb_take_at_least_4s_each_way(hosts):
+    """With h1 limited to 100 Mbit/s, 50 MB h0->h1 and 50 MB h1->h0 (at once) each take >= 4 s
+    (50e6 * 8 / 100e6; framing only adds to it), and the limit is lifted afterwards."""
+    state, folder = hosts
+    h0, h1 = state["hosts"]
+    cluster.set_limit("mxtest-h1", "100mbit", folder)
+    try:
+        def on(host, *args):
+            return subprocess.Popen([PY, "-m", "mxref.tools.cluster", "--state-dir", str(folder), "exec",
+                                     host["name"], "--", PY, str(HERE / "sink.py"), *map(str, args)],
+                                    stdout=subprocess.PIPE, text=True)
+        sinks = [on(h1, "listen", h1["addr"], 7001), on(h0, "listen", h0["addr"], 7002)]
+        senders = [on(h0, "send", h1["addr"], 7001, 50_000_000), on(h1, "send", h0["addr"], 7002, 50_000_000)]
+        times = [float(p.communicate(timeout=60)[0]) for p in senders]
+        assert all(p.wait(timeout=30) == 0 for p in sinks + senders)
+        assert min(times) >= 4.0, times
+    finally:
+        cluster.set_limit("mxtest-h1", "unlimited", folder)
+    assert "tbf" not in netns.run("tc", "qdisc", "show", "dev", "mxtest-h1").stdout
+
+
+@pytest.mark.timeout(60)
+def test_a_link_taken_down_partitions_the_host_until_it_comes_back(hosts):
+    state, folder = hosts
+    probe = ("import socket, sys\ntry:\n    socket.create_connection(('%s', 9), timeout=1.5)\n"
+             "except ConnectionRefusedError:\n    print('reached')\nexcept OSError as e:\n"
+             "    print('unreachable', type(e).__name__)\n" % state["hosts"][1]["addr"])
+
+    def probe_from_h0():
+        return subprocess.run([PY, "-m", "mxref.tools.cluster", "--state-dir", str(folder), "exec",
+                               "mxtest-h0", "--", PY, "-c", probe], capture_output=True, text=True,
+                              timeout=30).stdout
+    assert probe_from_h0().startswith("reached")         # port 9 closed: refused, so h1 answered
+    cluster.set_link("mxtest-h1", False, folder)
+    try:
+        assert probe_from_h0().startswith("unreachable")
+        assert cluster.load(folder)["hosts"][1]["link"] == "down"
+    finally:
+        cluster.set_link("mxtest-h1", True, folder)
+    assert probe_from_h0().startswith("reached")
+
+
+@pytest.mark.timeout(60)
+def test_down_cleans_up_after_an_up_that_crashed_midway(tmp_path, monkeypatch):
+    """An ``up`` killed after its first host (simulated: the second holder fails and up's own
+    cleanup is skipped) leaves things behind; ``down`` in a fresh process removes all of it, and
+    a second ``down`` is a no-op."""
+    real = netns.start_holder
+    calls = []
+
+    def failing(ns, name):
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("crash")
+        return real(ns, name)
+    monkeypatch.setattr(netns, "start_holder", failing)
+    monkeypatch.setattr(cluster, "down", lambda *a, **k: [])
+    prefix, subnet = "mxtestc-", "10.78.10.0/24"
+    with pytest.raises(KeyboardInterrupt):
+        cluster.up(2, str(tmp_path / "hosts.txt"), "1gbit", subnet, prefix, tmp_path)
+    made = [n for n in netns.netns_names() + netns.link_names() if n.startswith(prefix)]
+    assert sorted(made) == ["mxtestc-br", "mxtestc-h0", "mxtestc-h0", "mxtestc-h1", "mxtestc-h1"]
+    holder = cluster.load(tmp_path)["hosts"][0]["init"]
+    assert netns.in_netns(holder, "mxtestc-h0")
+    for _ in range(2):
+        proc = subprocess.run([PY, "-m", "mxref.tools.cluster", "--state-dir", str(tmp_path), "down"],
+                              capture_output=True, text=True, timeout=30, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert proc.returncode == 0, proc.stderr
+    assert not [n for n in netns.netns_names() + netns.link_names() if n.startswith(prefix)]
+    assert not os.path.exists(f"/proc/{holder}") or not netns.in_netns(holder, "mxtestc-h0")
+    assert "removed nothing" in proc.stdout and cluster.load(tmp_path) is None
+
+
+@pytest.mark.timeout(60)
+def test_up_refuses_clearly_without_privileges_and_on_a_taken_subnet(tmp_path):
+    """Without CAP_NET_ADMIN/CAP_SYS_ADMIN (dropped with setpriv) ``up`` exits 2 and says why; a
+    subnet that overlaps a route of this machine is refused before anything is made."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv to drop capabilities")
+    cmd = [PY, "-m", "mxref.tools.cluster", "--state-dir", str(tmp_path), "up", "-n", "1", "--prefix",
+           "mxtestp-", "--subnet", "10.78.11.0/24", "--hostfile", str(tmp_path / "h.txt")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(["setpriv", "--bounding-set=-net_admin,-sys_admin", *cmd], capture_output=True,
+                          text=True, timeout=30, env=env)
+    assert proc.returncode == 2 and "needs root (missing CAP_NET_ADMIN and CAP_SYS_ADMIN)" in proc.stderr
+    route = netns.run("ip", "-o", "-4", "route", "show").stdout.split()
+    taken = next((w for w in route if "/" in w), None)
+    if taken is not None:
+        with pytest.raises(cluster.ClusterError, match="overlaps the route"):
+            cluster.up(1, str(tmp_path / "h.txt"), subnet=taken, prefix="mxtestp-", folder=tmp_path)
+    assert not [n for n in netns.netns_names() + netns.link_names() if n.startswith("mxtestp-")]
+
+
+@pytest.mark.timeout(60)
+def test_down_in_a_finally_leaves_nothing_when_the_body_fails(tmp_path):
+    """The pattern every test here uses: a body that fails midway, ``down`` in ``finally``; after
+    it ``ip netns list`` and ``ip link`` show no name of the cluster and its holders are gone."""
+    prefix = "mxtestd-"
+    with pytest.raises(RuntimeError, match="midway"):
+        try:
+            state = cluster.up(3, str(tmp_path / "hosts.txt"), "100mbit", "10.78.12.0/24", prefix, tmp_path)
+            assert len([n for n in netns.netns_names() if n.startswith(prefix)]) == 3
+            raise RuntimeError("the test body fails midway")
+        finally:
+            cluster.down(tmp_path)
+    names = netns.run("ip", "netns", "list").stdout + netns.run("ip", "link").stdout
+    assert prefix not in names
+    assert not any(os.path.exists(f"/proc/{h['init']}") and netns.in_netns(h["init"], h["netns"])
+                   for h in state["hosts"])
