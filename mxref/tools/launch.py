@@ -78,7 +78,26 @@ def run_mpi(args: argparse.Namespace) -> int:
         env.setdefault("FI_TCP_IFACE", "lo")
     else:
         env.update(cluster_plan(args)[1])
-    return subprocess.call(mpi_command(args), env=env)
+    code = subprocess.call(mpi_command(args), env=env)
+    if code and args.hostfile:
+        print(f"[launch] the job failed (exit {code}); {placement_text(args)}", file=sys.stderr, flush=True)
+    return code
+
+
+def placement_text(args: argparse.Namespace) -> str:
+    """Which host each MPI rank ran on (servers first), so an error naming a rank names a host."""
+    from mxref.tools import hostfile
+    try:
+        hosts = hostfile.read(args.hostfile)
+        state = hosts.cluster() or {"hosts": []}
+    except (OSError, ValueError) as exc:
+        return f"placement unknown ({exc})"
+    names = {h["addr"]: f"{h['name']} ({h['addr']})" for h in state["hosts"]}
+    where = hosts.placement(args.num_workers + args.num_servers)
+    roles = [f"server {r}" if r < args.num_servers else f"worker {r - args.num_servers}"
+             for r in range(len(where))]
+    return "ranks were on: " + ", ".join(f"MPI rank {r} = {role} on {names.get(h, h)}"
+                                         for r, (role, h) in enumerate(zip(roles, where)))
 
 
 Placement = Callable[[int], Tuple[List[str], Dict[str, str]]]

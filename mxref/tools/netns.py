@@ -59,7 +59,10 @@ def missing_privileges() -> Optional[str]:
 def run(*cmd: str, check: bool = True, netns: Optional[str] = None) -> subprocess.CompletedProcess:
     """Run ``ip``/``tc`` (inside ``netns`` if given); a failure raises NetnsError with its stderr."""
     full = ["ip", "netns", "exec", netns, *cmd] if netns else list(cmd)
-    proc = subprocess.run(full, capture_output=True, text=True, timeout=30)
+    try:
+        proc = subprocess.run(full, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        proc = subprocess.CompletedProcess(full, 127, "", f"{full[0]}: command not found")
     if check and proc.returncode != 0:
         raise NetnsError(f"'{' '.join(full)}' failed: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc
@@ -219,9 +222,9 @@ def stop_holder(init: int, netns: str) -> None:
 def enter(init: int, cwd: str, argv: List[str]) -> int:
     """Run ``argv`` on the host whose pid 1 is ``init``, in ``cwd``, with this environment; return
     its exit status (if it was killed, this process then kills itself with the same signal). This
-    process stays outside (joining a PID namespace
-    takes effect for children only) and forwards SIGTERM/SIGINT/SIGHUP; the child gets SIGKILL
-    when this process dies (PR_SET_PDEATHSIG), so killing the launcher's child kills the program."""
+    process stays outside (joining a PID namespace takes effect for children only) and forwards
+    SIGTERM/SIGINT/SIGHUP; the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG), so
+    killing the launcher's child kills the program."""
     libc = ctypes.CDLL(None, use_errno=True)
     fds = {ns: os.open(f"/proc/{init}/ns/{ns}", os.O_RDONLY) for ns in ENTER_ORDER}
     for ns in ENTER_ORDER:
