@@ -57,7 +57,8 @@ def load(folder: Path) -> Optional[dict]:
 
 
 def save(folder: Path, state: dict) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+    # Only the owner may write here: the exec script in it is run as root by mpiexec and launch.
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = state_path(folder).with_suffix(".tmp")
     tmp.write_text(json.dumps(state, indent=1))
     os.replace(tmp, state_path(folder))        # atomic: a crash leaves the old or the new record

@@ -130,8 +130,8 @@ def test_robust_allreduce_survives_a_kill_on_each_host(hosts):
 @pytest.mark.timeout(120)
 def test_link_counters_match_the_protocols_bytes(hosts):
     """One worker (h1) and one server (h0), a 1M-float key: init + 3 pushes up, 3 pulls down.
-    The veth counts the payload plus TCP/IP framing (at most 66 of every 1514 bytes of a frame):
-    within 10% of that."""
+    The veth counts what TCP hands it: segments of up to 64 KiB (segmentation offload) with one
+    set of headers each, so the payload plus well under 1%, and MPI's start-up: within 10%."""
     state, folder = hosts
     n = 1 << 20
     before = cluster.link_bytes(state)["mxtest-h1"]
@@ -139,8 +139,7 @@ def test_link_counters_match_the_protocols_bytes(hosts):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "worker 0 on mxtest-h1: OK" in reports(folder)
     after = cluster.link_bytes(state)["mxtest-h1"]
-    framing = 1514 / 1448
-    want_sent, want_received = 4 * n * 4 * framing, 3 * 4 * n * framing
+    want_sent, want_received = 4 * n * 4, 3 * 4 * n
     sent, received = after["sent"] - before["sent"], after["received"] - before["received"]
     assert abs(sent - want_sent) < 0.1 * want_sent, (sent, want_sent)
     assert abs(received - want_received) < 0.1 * want_received, (received, want_received)
