@@ -80,7 +80,8 @@ def main():
             runs.append(one_run(state, store, env, args.outage))
             r = runs[-1]
             print(f"{r['store']} {r['timeout'][0]}={r['timeout'][1]}: rc={r['rc']} stalls={r['stalls']} "
-                  f"end={r['end']:.1f}s\n   " + "\n   ".join(r["errors"][:4]), flush=True)
+                  f"end={r['end']:.1f}s\n   " + "\n   ".join(r["errors"][:2] + [
+                      e for e in r["errors"] if e.startswith("[launch]")]), flush=True)
     rows = []
     for r in runs:
         stall = ", ".join(f"w{k}: {v:.2f}" if v is not None else f"w{k}: -" for k, v in r["stalls"].items())

@@ -148,10 +148,10 @@ def up(n: int, hostfile_path: str, bandwidth: str = "unlimited", subnet: str = "
         raise ClusterError(str(exc)) from None
     state = _plan(n, prefix, subnet, rate, folder)
     existing = set(netns.netns_names()) | set(netns.link_names())
-    taken = [x for h in state["hosts"] for x in (h["netns"],)] + [state["bridge"]]
-    if existing & set(taken):
-        raise ClusterError(f"{sorted(existing & set(taken))} already exist but no cluster is recorded in "
-                           f"{folder}: run 'down' with the --state-dir/--prefix that made them")
+    taken = existing & ({h["netns"] for h in state["hosts"]} | {state["bridge"]})
+    if taken:
+        raise ClusterError(f"{sorted(taken)} already exist but no cluster is recorded in {folder}: "
+                           "run 'down' with the --state-dir (or --prefix) that made them")
     state["hostfile"] = str(Path(hostfile_path).resolve())
     save(folder, state)                        # recorded before anything exists: down can undo it all
     try:

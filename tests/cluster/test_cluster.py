@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -186,6 +187,43 @@ def test_a_link_taken_down_partitions_the_host_until_it_comes_back(hosts):
     finally:
         cluster.set_link("mxtest-h1", True, folder)
     assert probe_from_h0().startswith("reached")
+
+
+def wait_for(path, text, proc, timeout=60):
+    """Until ``path`` holds ``text`` (a rank's report), failing early if the job ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text():
+            return path.read_text()
+        if proc.poll() is not None:
+            raise AssertionError(f"the job ended (exit {proc.returncode}) before {path.name} said {text!r}: "
+                                 + proc.communicate()[0])
+        time.sleep(0.05)
+    raise AssertionError(f"{path.name} never said {text!r}")
+
+
+@pytest.mark.timeout(120)
+def test_a_partition_longer_than_the_timeout_fails_the_round_naming_worker_and_host(hosts):
+    """h1 (worker 0, MPI rank 1) cut off while the job runs: within MXREF_KV_TIMEOUT=2 s the
+    server ends the round with an error naming that worker and rank, the other worker gets it, and
+    the launcher's exit line says which host rank 1 ran on."""
+    state, folder = hosts
+    env = dict(job_env(folder), MXREF_KV_TIMEOUT="2")
+    proc = subprocess.Popen([PY, "-m", "mxref.tools.launch", "--hostfile", str(folder / "hosts.txt"),
+                             "-n", "2", "-s", "1", "--", PY, str(HERE / "kv_partition.py")], env=env,
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    report = folder / "reports" / "rank2"                  # worker 1, on h0 with the server
+    try:
+        wait_for(report, "running", proc)
+        cluster.set_link("mxtest-h1", False, folder)
+        text = wait_for(report, "error", proc)
+    finally:
+        cluster.set_link("mxtest-h1", True, folder)
+        output = proc.communicate(timeout=60)[0]
+        reports(folder)
+    assert proc.returncode != 0
+    assert "worker 0 (MPI rank 1) did not push within MXREF_KV_TIMEOUT=2s" in text, text
+    assert "MPI rank 1 = worker 0 on mxtest-h1 (10.78.9.3)" in output, output
 
 
 @pytest.mark.timeout(60)
