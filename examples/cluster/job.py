@@ -42,6 +42,11 @@ def write(rank, result):
     os.replace(path + ".tmp", path)
 
 
+def running(rank):
+    """Mark this rank as past its first step (the partition experiment waits for every rank)."""
+    open(os.path.join(os.environ["RESULT_DIR"], f"running{rank}"), "w").close()
+
+
 def collective_main(args):
     from mxref import collective as rabit
     algo = args.kv_store.split(":")[1]
@@ -54,6 +59,8 @@ def collective_main(args):
             rabit.allreduce(g, rabit.SUM)
         time.sleep(args.pace)
         ends.append(time.time())
+        if len(ends) == 1:
+            running(rabit.get_rank())
     comm = (ends[-1] - ends[0]) / max(len(ends) - 1, 1)
     write(rabit.get_rank(), {"comm": comm, "ends": ends, "bytes": args.layers * args.dim * args.dim * 4})
     rabit.finalize()
@@ -112,6 +119,8 @@ def main():
             comm(compute())
             time.sleep(args.pace)
             ends.append(time.time())
+            if len(ends) == 1:
+                running(kv.rank)
         result["step"] = (time.perf_counter() - t0) / args.steps
         if args.steps_log:
             result["ends"] = ends

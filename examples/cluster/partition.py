@@ -4,9 +4,10 @@
     sudo python examples/cluster/partition.py [--outage 5] [--out out/cluster/partition.png]
 
 One server on host 0 (none for the allreduce), worker 0 on host 1, worker 1 on host 2; each
-worker records when each step ends. 3 s into the steps host 2's link goes down, 5 s later it
-comes back. For each run the table gives the exit status, the longest stall of each worker
-(the largest gap between two step ends) and the first error line of the job's output.
+worker records when each step ends. 3 s after every worker has logged its first step, host 2's
+link goes down; 5 s later it comes back. For each run the table gives the exit status, the
+longest stall of each worker (the largest gap between two step ends) and the first error line
+of the job's output.
 """
 import argparse
 import json
@@ -42,7 +43,13 @@ def one_run(state, store, env, outage, lead=3.0):
     start = time.time()
     proc = subprocess.Popen(cmd, env=environ, cwd=common.ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    time.sleep(lead + 2.0)                   # ~2 s of start-up, then `lead` s of steps
+    deadline = time.time() + 120
+    while len(list(out.glob("running*"))) < 2:      # every worker past its first step
+        if proc.poll() is not None or time.time() > deadline:
+            raise SystemExit(f"{store}: the job ended or hung before its first step:\n"
+                             f"{proc.communicate()[0]}")
+        time.sleep(0.05)
+    time.sleep(lead)
     victim = state["hosts"][2]["name"]
     common.cluster.set_link(victim, False, state["folder"])
     down_at = time.time()

@@ -8,23 +8,20 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from mpi_support import HAVE_MPI, ROOT
+from cluster_support import needs_cluster
+from mpi_support import ROOT
 
 from mxref.tools import cluster, hostfile, netns
 
-PREFIX, SUBNET = "mxtest-", "10.78.9.0/24"
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
 
-pytestmark = pytest.mark.skipif(
-    netns.missing_privileges() is not None or not HAVE_MPI,
-    reason=f"needs root and mpiexec: {netns.missing_privileges() or 'no mpiexec'}")
+pytestmark = needs_cluster
 
 
 def job_env(folder):
@@ -38,19 +35,6 @@ def reports(folder):
     shutil.rmtree(folder / "reports")
     (folder / "reports").mkdir()
     return out
-
-
-@pytest.fixture(scope="module")
-def hosts():
-    """Two hosts, unlimited links; ``down`` runs whatever the tests do."""
-    folder = Path(tempfile.mkdtemp(prefix="mxref-cluster-test-"))
-    (folder / "reports").mkdir()
-    try:
-        state = cluster.up(2, str(folder / "hosts.txt"), "unlimited", SUBNET, PREFIX, folder)
-        yield state, folder
-    finally:
-        cluster.down(folder)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def launch(folder, args, timeout=120, **env):
