@@ -107,8 +107,9 @@ def robust_placement(args: argparse.Namespace) -> Tuple[str, Placement]:
     """Where a robust job's pieces go: the tracker's listening address, and for each rank the
     command prefix that starts it on its host and the variables it needs there. Without a
     hostfile everything is local on ``--host``; with a cluster hostfile the tracker listens on the
-    bridge and rank r runs inside its host (``cluster exec``, which keeps the environment, so the
-    job secret never appears on a command line) and listens on that host's address."""
+    bridge and rank r runs inside its host (the cluster's exec script, which keeps the
+    environment, so the job secret never appears on a command line) and listens on that host's
+    address."""
     if not args.hostfile:
         return args.host, lambda rank: ([], {"MXREF_BIND_HOST": args.host})
     from mxref.tools import hostfile
@@ -119,8 +120,9 @@ def robust_placement(args: argparse.Namespace) -> Tuple[str, Placement]:
                          "mxref.tools.cluster (over ssh the job secret would have to travel on the "
                          "command line); on real machines start the workers with mpiexec -f instead")
     where = hosts.placement(args.num_workers)
-    prefix = [sys.executable, "-m", "mxref.tools.cluster", "--state-dir", state["state_dir"], "exec"]
-    return state["bridge_addr"], lambda rank: ([*prefix, where[rank], "--"], {"MXREF_BIND_HOST": where[rank]})
+    # The cluster's launcher-exec script, the one mpiexec uses: ``exec HOST -- program``.
+    return state["bridge_addr"], lambda rank: ([state["exec"], where[rank], "--"],
+                                               {"MXREF_BIND_HOST": where[rank]})
 
 
 def _parent_death_signal():

@@ -57,7 +57,7 @@ def test_robust_runs_enter_the_hosts_and_refuse_real_machines(tmp_path):
     tracker_host, place = launch.robust_placement(args)
     assert tracker_host == "10.78.20.1"
     prefix, env = place(2)
-    assert prefix[-3:] == ["exec", "10.78.20.2", "--"] and env == {"MXREF_BIND_HOST": "10.78.20.2"}
+    assert prefix == [state["exec"], "10.78.20.2", "--"] and env == {"MXREF_BIND_HOST": "10.78.20.2"}
     assert place(1)[1] == {"MXREF_BIND_HOST": "10.78.20.3"}
     assert not any("SECRET" in word for word in prefix)        # the secret travels in the environment
     real = tmp_path / "real"
