@@ -26,6 +26,7 @@ import ipaddress
 import json
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -65,8 +66,9 @@ def save(folder: Path, state: dict) -> None:
 
 
 def mpi_env(state: dict) -> dict:
-    """What an MPI job on the cluster needs in its environment: libfabric and UCX on TCP over the
-    host's interface (so neither probes shared memory, which the hosts do not share)."""
+    """What an MPI job on the cluster needs in its environment: UCX (the MPICH wheel's netmod) and
+    libfabric (MPICH's other one) on TCP over the host's interface, so neither probes shared
+    memory, which the hosts do not share."""
     return {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": state["iface"], "UCX_TLS": "tcp,self",
             "UCX_NET_DEVICES": state["iface"]}
 
@@ -124,12 +126,11 @@ def _routed_overlap(net) -> Optional[str]:
 
 
 def _exec_script(state: dict) -> str:
-    root = Path(netns.__file__).resolve().parents[2]
     return ("#!/bin/sh\n"
-            "# Hydra's -launcher-exec for this cluster: ssh-style 'exec [-x] HOST command line'.\n"
+            "# Hydra's -launcher-exec for this cluster: ssh-style 'exec [-x] HOST command line', or\n"
+            "# 'exec HOST -- program args' (the robust launcher). netns.py imports only the stdlib.\n"
             f"exec {sys.executable} {Path(netns.__file__).resolve()} exec "
-            f"{state_path(Path(state['state_dir']))} \"$@\"\n"
-            f"# (mxref from {root})\n")
+            f"{state_path(Path(state['state_dir']))} \"$@\"\n")
 
 
 def up(n: int, hostfile_path: str, bandwidth: str = "unlimited", subnet: str = "10.77.0.0/24",
@@ -195,7 +196,7 @@ def down(folder: Optional[Path] = None, prefix: Optional[str] = None) -> List[st
         pids = netns.run("ip", "netns", "pids", ns, check=False).stdout.split()
         for pid in pids:
             try:
-                os.kill(int(pid), 9)
+                os.kill(int(pid), signal.SIGKILL)
             except (ProcessLookupError, ValueError):
                 pass
     links = set(netns.link_names())

@@ -197,25 +197,13 @@ def _comm(pid: int) -> str:
 
 
 def in_netns(pid: int, netns: str) -> bool:
-    """Whether ``pid`` lives in network namespace ``netns`` (so a recorded pid that was reused by
-    an unrelated process after a crash is never signalled)."""
+    """Whether ``pid`` lives in network namespace ``netns`` (so a recorded holder pid that an
+    unrelated process reused after a crash is never entered)."""
     try:
         a, b = os.stat(f"/proc/{pid}/ns/net"), os.stat(f"/run/netns/{netns}")
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def stop_holder(init: int, netns: str) -> None:
-    """Kill a host's pid 1 (and with it every process on the host), if it is still that host's."""
-    if init and in_netns(init, netns) and _comm(init) == "sleep":
-        try:
-            os.kill(init, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and in_netns(init, netns):
-            time.sleep(0.01)
 
 
 # -- entering a host ---------------------------------------------------------------------------
