@@ -3,6 +3,7 @@ hostfiles that place ranks on chosen hosts, jobs whose ranks each write a JSON r
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,12 +58,26 @@ def run_job(state: dict, placement: str, workers: int, servers: int, args: list,
     environ = dict(os.environ, PYTHONPATH=str(ROOT), MXREF_CLUSTER_DIR=str(state["folder"]),
                    RESULT_DIR=str(out), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **(env or {}))
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=environ, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    proc = run(cmd, timeout, env=environ, cwd=ROOT)
     seconds = time.perf_counter() - t0
     if check and proc.returncode:
         raise SystemExit(f"job {args} failed ({proc.returncode}):\n{(proc.stdout + proc.stderr)[-4000:]}")
     results = {int(p.stem[4:]): json.loads(p.read_text()) for p in out.glob("rank*.json")}
     return results, proc, seconds
+
+
+def run(cmd: list, timeout: float, **kw) -> subprocess.CompletedProcess:
+    """``subprocess.run`` in a session of its own: past ``timeout`` the launcher and its mpiexec are
+    killed together (an mpiexec whose proxies vanished would wait forever)."""
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += f"\n(killed after {timeout} s)"
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def link_bytes(state: dict) -> dict:

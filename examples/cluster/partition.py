@@ -12,6 +12,7 @@ of the job's output.
 import argparse
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -42,7 +43,7 @@ def one_run(state, store, env, outage, lead=3.0):
                    RESULT_DIR=str(out), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **env)
     start = time.time()
     proc = subprocess.Popen(cmd, env=environ, cwd=common.ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.time() + 120
     while len(list(out.glob("running*"))) < 2:      # every worker past its first step
         if proc.poll() is not None or time.time() > deadline:
@@ -59,7 +60,7 @@ def one_run(state, store, env, outage, lead=3.0):
     try:
         output, _ = proc.communicate(timeout=180)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)           # the launcher and its mpiexec
         output = proc.communicate()[0] + "\n(killed after 180 s)"
     end = time.time()
     results = {int(p.stem[4:]): json.loads(p.read_text()) for p in out.glob("rank*.json")}

@@ -2,10 +2,11 @@
 links, bandwidth limits, partitions, and a ``down`` that leaves nothing behind.
 
 Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and mpiexec; skipped otherwise. The tests use their
-own prefix and subnet, so they never touch a cluster a user has up (``mxref-``, 10.77.0.0/24).
+own prefixes and subnets (``cluster_support.py``), so they never touch a user's cluster.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -13,13 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cluster_support import needs_cluster
+from cluster_support import PREFIX, needs_cluster, prefix, subnet
 from mpi_support import ROOT
 
 from mxref.tools import cluster, hostfile, netns
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
+MARK = f"{PREFIX}mark"
+H0, H1 = f"{PREFIX}h0", f"{PREFIX}h1"
 
 pytestmark = needs_cluster
 
@@ -37,11 +40,28 @@ def reports(folder):
     return out
 
 
+def start(cmd, **kw):
+    """Popen in a session of its own, so ``stop`` can kill the launcher and its mpiexec together
+    (a timed-out mpiexec whose proxies vanished would otherwise wait forever)."""
+    return subprocess.Popen(cmd, start_new_session=True, text=True, **kw)
+
+
+def stop(proc, timeout):
+    """Wait for ``proc``; past ``timeout`` SIGKILL its whole session and raise TimeoutExpired."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+
+
 def launch(folder, args, timeout=120, **env):
     """``python -m mxref.tools.launch --hostfile hosts.txt ARGS`` with the job environment."""
-    return subprocess.run([PY, "-m", "mxref.tools.launch", "--hostfile", str(folder / "hosts.txt"), *args],
-                          env=dict(job_env(folder), **env), cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    proc = start([PY, "-m", "mxref.tools.launch", "--hostfile", str(folder / "hosts.txt"), *args],
+                 env=dict(job_env(folder), **env), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = stop(proc, timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 @pytest.mark.timeout(120)
@@ -51,13 +71,14 @@ def test_hosts_have_their_own_names_shm_and_pids(hosts):
     outs = []
     for h in state["hosts"]:
         proc = subprocess.run([PY, "-m", "mxref.tools.cluster", "--state-dir", str(folder), "exec", h["name"],
-                               "--", "sh", "-c", "hostname; touch /dev/shm/mxtest-mark; ls /dev/shm; "
+                               "--", "sh", "-c", f"hostname; touch /dev/shm/{MARK}; ls /dev/shm; "
                                "cat /proc/1/comm"], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
         outs.append(proc.stdout.split())
-    assert outs == [["mxtest-h0", "mxtest-mark", "sleep"], ["mxtest-h1", "mxtest-mark", "sleep"]]
-    assert not os.path.exists("/dev/shm/mxtest-mark")
-    assert hostfile.read(str(folder / "hosts.txt")).placement(3) == ["10.78.9.2", "10.78.9.3", "10.78.9.2"]
+    h0, h1 = state["hosts"]
+    assert outs == [[h0["name"], MARK, "sleep"], [h1["name"], MARK, "sleep"]]
+    assert not os.path.exists(f"/dev/shm/{MARK}")
+    assert hostfile.read(str(folder / "hosts.txt")).placement(3) == [h0["addr"], h1["addr"], h0["addr"]]
 
 
 @pytest.mark.timeout(120)
@@ -65,12 +86,12 @@ def test_dist_sync_closed_forms_with_server_and_workers_on_different_hosts(hosts
     """kv_sync.py (each worker pushes rank+1, every pull sees the sum) over 2 hosts: rank 0 (the
     server) on h0, worker 0 on h1, worker 1 on h0; worker 0's traffic crosses h1's link."""
     state, folder = hosts
-    before = cluster.link_bytes(state)["mxtest-h1"]
+    before = cluster.link_bytes(state)[H1]
     proc = launch(folder, ["-n", "2", "-s", "1", "--", PY, "tests/mpi_programs/kv_sync.py"])
     text = reports(folder)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "worker 0 of 2: OK" in text and "worker 1 of 2: OK" in text, text + proc.stderr
-    after = cluster.link_bytes(state)["mxtest-h1"]
+    after = cluster.link_bytes(state)[H1]
     assert after["sent"] - before["sent"] > 200_000 and after["received"] - before["received"] > 200_000
 
 
@@ -84,7 +105,7 @@ def test_plain_mpiexec_with_the_hostfile_and_printed_options(hosts):
     proc = subprocess.run(cmd, env=dict(job_env(folder), **cluster.mpi_env(state)), cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert reports(folder).split() == ["mxtest-h0", "mxtest-h1"]
+    assert reports(folder).split() == [H0, H1]
 
 
 def expected_model(world, iters=4):
@@ -109,7 +130,7 @@ def test_robust_allreduce_survives_a_kill_on_each_host(hosts):
     assert len(lines) == 2, text
     want = " ".join(map(str, expected_model(2).tolist()))
     for rank, line in enumerate(lines):
-        assert line == f"rank {rank} host mxtest-h{rank} attempt 1 version 4 model {want}", line
+        assert line == f"rank {rank} host {PREFIX}h{rank} attempt 1 version 4 model {want}", line
 
 
 @pytest.mark.timeout(120)
@@ -119,11 +140,11 @@ def test_link_counters_match_the_protocols_bytes(hosts):
     set of headers each, so the payload plus well under 1%, and MPI's start-up: within 10%."""
     state, folder = hosts
     n = 1 << 20
-    before = cluster.link_bytes(state)["mxtest-h1"]
+    before = cluster.link_bytes(state)[H1]
     proc = launch(folder, ["-n", "1", "-s", "1", "--", PY, str(HERE / "kv_bytes.py")], KV_BYTES_N=str(n))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "worker 0 on mxtest-h1: OK" in reports(folder)
-    after = cluster.link_bytes(state)["mxtest-h1"]
+    assert f"worker 0 on {H1}: OK" in reports(folder)
+    after = cluster.link_bytes(state)[H1]
     want_sent, want_received = 4 * n * 4, 3 * 4 * n
     sent, received = after["sent"] - before["sent"], after["received"] - before["received"]
     assert abs(sent - want_sent) < 0.1 * want_sent, (sent, want_sent)
@@ -136,7 +157,7 @@ def test_a_100mbit_limit_makes_50mb_take_at_least_4s_each_way(hosts):
     (50e6 * 8 / 100e6; framing only adds to it), and the limit is lifted afterwards."""
     state, folder = hosts
     h0, h1 = state["hosts"]
-    cluster.set_limit("mxtest-h1", "100mbit", folder)
+    cluster.set_limit(H1, "100mbit", folder)
     try:
         def on(host, *args):
             return subprocess.Popen([PY, "-m", "mxref.tools.cluster", "--state-dir", str(folder), "exec",
@@ -148,8 +169,8 @@ def test_a_100mbit_limit_makes_50mb_take_at_least_4s_each_way(hosts):
         assert all(p.wait(timeout=30) == 0 for p in sinks + senders)
         assert min(times) >= 4.0, times
     finally:
-        cluster.set_limit("mxtest-h1", "unlimited", folder)
-    assert "tbf" not in netns.run("tc", "qdisc", "show", "dev", "mxtest-h1").stdout
+        cluster.set_limit(H1, "unlimited", folder)
+    assert "tbf" not in netns.run("tc", "qdisc", "show", "dev", H1).stdout
 
 
 @pytest.mark.timeout(60)
@@ -161,15 +182,15 @@ def test_a_link_taken_down_partitions_the_host_until_it_comes_back(hosts):
 
     def probe_from_h0():
         return subprocess.run([PY, "-m", "mxref.tools.cluster", "--state-dir", str(folder), "exec",
-                               "mxtest-h0", "--", PY, "-c", probe], capture_output=True, text=True,
+                               H0, "--", PY, "-c", probe], capture_output=True, text=True,
                               timeout=30).stdout
     assert probe_from_h0().startswith("reached")         # port 9 closed: refused, so h1 answered
-    cluster.set_link("mxtest-h1", False, folder)
+    cluster.set_link(H1, False, folder)
     try:
         assert probe_from_h0().startswith("unreachable")
         assert cluster.load(folder)["hosts"][1]["link"] == "down"
     finally:
-        cluster.set_link("mxtest-h1", True, folder)
+        cluster.set_link(H1, True, folder)
     assert probe_from_h0().startswith("reached")
 
 
@@ -192,22 +213,26 @@ def test_a_partition_longer_than_the_timeout_fails_the_round_naming_worker_and_h
     server ends the round with an error naming that worker and rank, the other worker gets it, and
     the launcher's exit line says which host rank 1 ran on."""
     state, folder = hosts
-    env = dict(job_env(folder), MXREF_KV_TIMEOUT="2")
-    proc = subprocess.Popen([PY, "-m", "mxref.tools.launch", "--hostfile", str(folder / "hosts.txt"),
-                             "-n", "2", "-s", "1", "--", PY, str(HERE / "kv_partition.py")], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    flag = folder / "partition-timeout"
+    env = dict(job_env(folder), MXREF_KV_TIMEOUT="60", PARTITION_TIMEOUT_FILE=str(flag))
+    proc = start([PY, "-m", "mxref.tools.launch", "--hostfile", str(folder / "hosts.txt"), "-n", "2",
+                  "-s", "1", "--", PY, str(HERE / "kv_partition.py")], env=env, cwd=ROOT,
+                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     report = folder / "reports" / "rank2"                  # worker 1, on h0 with the server
     try:
         wait_for(report, "running", proc)
-        cluster.set_link("mxtest-h1", False, folder)
+        flag.with_suffix(".tmp").write_text("2")
+        flag.with_suffix(".tmp").rename(flag)             # every rank now times out after 2 s
+        cluster.set_link(H1, False, folder)
         text = wait_for(report, "error", proc)
     finally:
-        cluster.set_link("mxtest-h1", True, folder)
-        output = proc.communicate(timeout=60)[0]
+        cluster.set_link(H1, True, folder)
+        output = stop(proc, 60)[0]
         reports(folder)
+        flag.unlink(missing_ok=True)
     assert proc.returncode != 0
     assert "worker 0 (MPI rank 1) did not push within MXREF_KV_TIMEOUT=2s" in text, text
-    assert "MPI rank 1 = worker 0 on mxtest-h1 (10.78.9.3)" in output, output
+    assert f"MPI rank 1 = worker 0 on {H1} ({state['hosts'][1]['addr']})" in output, output
 
 
 @pytest.mark.timeout(60)
@@ -225,20 +250,20 @@ def test_down_cleans_up_after_an_up_that_crashed_midway(tmp_path, monkeypatch):
         return real(ns, name)
     monkeypatch.setattr(netns, "start_holder", failing)
     monkeypatch.setattr(cluster, "down", lambda *a, **k: [])
-    prefix, subnet = "mxtestc-", "10.78.10.0/24"
+    mine = prefix("c")
     with pytest.raises(KeyboardInterrupt):
-        cluster.up(2, str(tmp_path / "hosts.txt"), "1gbit", subnet, prefix, tmp_path)
-    made = [n for n in netns.netns_names() + netns.link_names() if n.startswith(prefix)]
-    assert sorted(made) == ["mxtestc-br", "mxtestc-h0", "mxtestc-h0", "mxtestc-h1", "mxtestc-h1"]
+        cluster.up(2, str(tmp_path / "hosts.txt"), "1gbit", subnet(1), mine, tmp_path)
+    made = [n for n in netns.netns_names() + netns.link_names() if n.startswith(mine)]
+    assert sorted(made) == sorted([f"{mine}br"] + [f"{mine}h{i}" for i in (0, 0, 1, 1)])
     holder = cluster.load(tmp_path)["hosts"][0]["init"]
-    assert netns.in_netns(holder, "mxtestc-h0")
+    assert netns.in_netns(holder, f"{mine}h0")
     for _ in range(2):
         proc = subprocess.run([PY, "-m", "mxref.tools.cluster", "--state-dir", str(tmp_path), "down"],
                               capture_output=True, text=True, timeout=30, cwd=ROOT,
                               env=dict(os.environ, PYTHONPATH=str(ROOT)))
         assert proc.returncode == 0, proc.stderr
-    assert not [n for n in netns.netns_names() + netns.link_names() if n.startswith(prefix)]
-    assert not os.path.exists(f"/proc/{holder}") or not netns.in_netns(holder, "mxtestc-h0")
+    assert not [n for n in netns.netns_names() + netns.link_names() if n.startswith(mine)]
+    assert not os.path.exists(f"/proc/{holder}") or not netns.in_netns(holder, f"{mine}h0")
     assert "removed nothing" in proc.stdout and cluster.load(tmp_path) is None
 
 
@@ -248,8 +273,9 @@ def test_up_refuses_clearly_without_privileges_and_on_a_taken_subnet(tmp_path):
     subnet that overlaps a route of this machine is refused before anything is made."""
     if shutil.which("setpriv") is None:
         pytest.skip("needs setpriv to drop capabilities")
+    mine = prefix("p")
     cmd = [PY, "-m", "mxref.tools.cluster", "--state-dir", str(tmp_path), "up", "-n", "1", "--prefix",
-           "mxtestp-", "--subnet", "10.78.11.0/24", "--hostfile", str(tmp_path / "h.txt")]
+           mine, "--subnet", subnet(2), "--hostfile", str(tmp_path / "h.txt")]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(["setpriv", "--bounding-set=-net_admin,-sys_admin", *cmd], capture_output=True,
                           text=True, timeout=30, env=env)
@@ -258,23 +284,23 @@ def test_up_refuses_clearly_without_privileges_and_on_a_taken_subnet(tmp_path):
     taken = next((w for w in route if "/" in w), None)
     if taken is not None:
         with pytest.raises(cluster.ClusterError, match="overlaps the route"):
-            cluster.up(1, str(tmp_path / "h.txt"), subnet=taken, prefix="mxtestp-", folder=tmp_path)
-    assert not [n for n in netns.netns_names() + netns.link_names() if n.startswith("mxtestp-")]
+            cluster.up(1, str(tmp_path / "h.txt"), subnet=taken, prefix=mine, folder=tmp_path)
+    assert not [n for n in netns.netns_names() + netns.link_names() if n.startswith(mine)]
 
 
 @pytest.mark.timeout(60)
 def test_down_in_a_finally_leaves_nothing_when_the_body_fails(tmp_path):
     """The pattern every test here uses: a body that fails midway, ``down`` in ``finally``; after
     it ``ip netns list`` and ``ip link`` show no name of the cluster and its holders are gone."""
-    prefix = "mxtestd-"
+    mine = prefix("d")
     with pytest.raises(RuntimeError, match="midway"):
         try:
-            state = cluster.up(3, str(tmp_path / "hosts.txt"), "100mbit", "10.78.12.0/24", prefix, tmp_path)
-            assert len([n for n in netns.netns_names() if n.startswith(prefix)]) == 3
+            state = cluster.up(3, str(tmp_path / "hosts.txt"), "100mbit", subnet(3), mine, tmp_path)
+            assert len([n for n in netns.netns_names() if n.startswith(mine)]) == 3
             raise RuntimeError("the test body fails midway")
         finally:
             cluster.down(tmp_path)
     names = netns.run("ip", "netns", "list").stdout + netns.run("ip", "link").stdout
-    assert prefix not in names
+    assert mine not in names
     assert not any(os.path.exists(f"/proc/{h['init']}") and netns.in_netns(h["init"], h["netns"])
                    for h in state["hosts"])

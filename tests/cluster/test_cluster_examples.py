@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cluster_support import needs_cluster
+from cluster_support import PREFIX, needs_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cluster"
 sys.path.insert(0, str(EXAMPLES))
@@ -29,9 +29,9 @@ def test_the_job_runs_on_the_hosts_under_the_store_and_the_allreduce(hosts):
     state = dict(state, folder=folder)
     res, _, _ = common.run_job(state, common.place(state, [1, 1]), 1, 1,
                                ["--steps", 2, "--dim", 32, "--layers", 2, "--devices", 2], timeout=60)
-    assert sorted(res) == [0] and res[0]["host"] == "mxtest-h1"   # worker 0 is MPI rank 1, on h1
+    assert sorted(res) == [0] and res[0]["host"] == f"{PREFIX}h1"   # worker 0 is MPI rank 1, on h1
     assert res[0]["bytes"] == 2 * 32 * 32 * 4 and res[0]["step"] > 0 and res[0]["comm"] > 0
     res, _, _ = common.run_job(state, common.place(state, [1, 1]), 2, 0,
                                ["--steps", 3, "--dim", 16, "--kv-store", "allreduce:ring"], timeout=60)
-    assert [res[r]["host"] for r in (0, 1)] == ["mxtest-h0", "mxtest-h1"]
+    assert [res[r]["host"] for r in (0, 1)] == [f"{PREFIX}h0", f"{PREFIX}h1"]
     assert all(len(res[r]["ends"]) == 3 for r in (0, 1))

@@ -77,14 +77,14 @@ def test_rates_and_plans_are_checked_before_anything_is_made(tmp_path):
         netns.parse_rate("fast")
     assert netns.tbf_burst(100_000_000) == 256 * 1024 and netns.tbf_burst(10**10) == 12_500_000
     with pytest.raises(cluster.ClusterError, match="longer than 15 characters"):
-        cluster._plan(2, "a-very-long-prefix-", "10.78.21.0/24", None, tmp_path)
+        cluster._plan(2, "a-very-long-prefix-", "10.76.21.0/24", None, tmp_path)
     with pytest.raises(cluster.ClusterError, match="private IPv4 network with room"):
-        cluster._plan(8, "mxt-", "10.78.21.0/29", None, tmp_path)
+        cluster._plan(8, "mxt-", "10.76.21.0/29", None, tmp_path)
     with pytest.raises(cluster.ClusterError, match="private IPv4"):
         cluster._plan(2, "mxt-", "8.8.8.0/24", None, tmp_path)
-    plan = cluster._plan(2, "mxt-", "10.78.21.0/24", 10**9, tmp_path)
-    assert plan["bridge_addr"] == "10.78.21.1" and [h["addr"] for h in plan["hosts"]] == ["10.78.21.2",
-                                                                                          "10.78.21.3"]
+    plan = cluster._plan(2, "mxt-", "10.76.21.0/24", 10**9, tmp_path)
+    assert plan["bridge_addr"] == "10.76.21.1" and [h["addr"] for h in plan["hosts"]] == ["10.76.21.2",
+                                                                                          "10.76.21.3"]
 
 
 def test_exec_names_the_hosts_it_has(tmp_path, capsys):
