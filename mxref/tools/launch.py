@@ -1,8 +1,8 @@
 """Start a distributed job: ``python -m mxref.tools.launch -n W [-s S] [--engine robust] -- python prog.py``.
 
 * ``--engine mpi`` (default): runs ``mpiexec -n W+S`` with ``MXREF_NUM_SERVERS=S`` (the parameter
-  server's ranks ``0..S-1`` are servers). Without a hostfile everything stays on loopback
-  (``-launcher fork -iface lo``).
+  server's ranks ``0..S-1`` are servers). Without a hostfile every listener of the job, hydra's
+  own included, binds 127.0.0.1 (``mxref/tools/loopback.py`` says how).
 * ``--engine robust``: starts the collective tracker here and W worker processes itself, with
   ``MXREF_RANK``, ``MXREF_WORLD_SIZE``, ``MXREF_TRACKER_URI/PORT`` and ``MXREF_NUM_ATTEMPT``; a
   worker that exits with an error (or is killed) is restarted, up to ``--max-restarts`` times.
@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 from typing import List, Optional
+
+from . import loopback
 
 
 def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -50,14 +52,14 @@ def mpi_command(args: argparse.Namespace) -> List[str]:
     """The mpiexec line for an mpi run (exposed for tests)."""
     mpiexec = args.mpiexec or shutil.which("mpiexec", path=os.path.dirname(sys.executable)) \
         or shutil.which("mpiexec") or "mpiexec"
-    where = ["-f", args.hostfile] if args.hostfile else ["-launcher", "fork", "-iface", "lo"]
+    where = ["-f", args.hostfile] if args.hostfile else list(loopback.MPIEXEC_FLAGS)
     return [mpiexec, *where, "-n", str(args.num_workers + args.num_servers), *args.command]
 
 
 def run_mpi(args: argparse.Namespace) -> int:
     env = dict(os.environ, MXREF_NUM_SERVERS=str(args.num_servers))
     if not args.hostfile:
-        env.setdefault("FI_TCP_IFACE", "lo")
+        env = loopback.loopback_env(env)
     return subprocess.call(mpi_command(args), env=env)
 
 
