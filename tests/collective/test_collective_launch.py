@@ -66,9 +66,12 @@ def test_mpi_runs_call_mpiexec_with_the_server_count(tmp_path):
     """An mpi launch runs W+S processes on loopback with MXREF_NUM_SERVERS=S."""
     args = launch._parse(["-n", "2", "-s", "1", "--", "python", "x.py"])
     cmd = launch.mpi_command(args)
-    assert cmd[1:] == [*loopback.MPIEXEC_FLAGS, "-n", "3", "python", "x.py"]
+    guard = [sys.executable, "-m", "mxref.tools.rank_guard", "--"]
+    assert cmd[1:] == [*loopback.MPIEXEC_FLAGS, "-n", "3", *guard, "python", "x.py"]
     hostfile = launch.mpi_command(launch._parse(["-n", "4", "--hostfile", "hosts", "--", "p"]))
-    assert hostfile[1:] == ["-f", "hosts", "-n", "4", "p"]
+    assert hostfile[1:] == ["-f", "hosts", "-n", "4", *guard, "p"]
+    bare = launch.mpi_command(launch._parse(["-n", "1", "--no-guard", "--", "p"]))
+    assert bare[-3:] == ["-n", "1", "p"]
     try:
         import mpi4py  # noqa: F401
     except ImportError:
