@@ -48,6 +48,7 @@ class SocketLink(Link):
         self.connect_timeout = collective_timeout() if connect_timeout is None else connect_timeout
         self.refused: List[str] = []      # connections dropped for failing the handshake
         self._keys: Dict[int, bytes] = {}    # peer -> this connection's session key
+        self._mac_payload = auth.frame_mac_covers_payload()   # MXREF_FRAME_MAC, read once
         self._seq_out: Dict[int, int] = {}
         self._seq_in: Dict[int, int] = {}
         self.listener = socket.create_server((host, 0), backlog=max(16, 2 * world_size))
@@ -224,7 +225,8 @@ class SocketLink(Link):
         data = memoryview(as_bytes(buf))
         seq = self._seq_out[peer]
         self._seq_out[peer] = seq + 1
-        hasher = auth.frame_hasher(self._keys[peer], self.rank, peer, seq, tag, data.nbytes)
+        hasher = auth.frame_hasher(self._keys[peer], self.rank, peer, seq, tag, data.nbytes,
+                                   self._mac_payload)
         req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data, hasher)
         self._outq[peer].append(req)
         return req
@@ -324,7 +326,8 @@ class SocketLink(Link):
             rd.start(tag, req, size)
             seq = self._seq_in[peer]
             self._seq_in[peer] = seq + 1
-            rd.hasher = auth.frame_hasher(self._keys[peer], peer, self.rank, seq, tag, size)
+            rd.hasher = auth.frame_hasher(self._keys[peer], peer, self.rank, seq, tag, size,
+                                          self._mac_payload)
         if rd.target is not None and rd.mac is None and rd.got == len(rd.target):
             rd.mac, rd.got = bytearray(auth.MAC), 0
             return False
@@ -333,7 +336,7 @@ class SocketLink(Link):
         if not hmac.compare_digest(bytes(rd.mac), rd.hasher.digest()):
             raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
                             f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
-                            "replayed or reordered")
+                            "replayed or reordered (or the ranks disagree on MXREF_FRAME_MAC)")
         data = rd.target.obj if rd.target.nbytes else b""
         posted = self._posted.get((peer, rd.tag))
         if rd.req is not None:

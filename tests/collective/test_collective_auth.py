@@ -160,3 +160,37 @@ def test_handshake_rejects_a_wrong_secret_both_ways():
             assert len(keys) == 2 and keys[0] == keys[1] and not errors
         else:
             assert not keys and errors
+
+
+def test_header_mode_still_refuses_replays_and_strangers_but_not_a_rewritten_payload(tracker, monkeypatch):
+    """MXREF_FRAME_MAC=header: the header and sequence are MAC'd (a replay fails), the payload is
+    not (a frame whose bytes were rewritten in flight, header MAC intact, is delivered): the
+    documented limit of the opt-in."""
+    monkeypatch.setenv("MXREF_FRAME_MAC", "header")
+    payload, rewritten = np.array([5.0]).tobytes(), np.array([7.0]).tobytes()
+
+    def work(link):
+        if link.rank == 1:
+            header_mac = auth.frame_hasher(link._keys[0], 1, 0, 1, 0, len(payload), payload=False).digest()
+            frame = _FRAME.pack(0, len(payload)) + rewritten + header_mac
+            link._seq_out[0] += 1
+            send_raw(link, 0, frame)
+            send_raw(link, 0, frame)                    # and replayed
+        if link.rank == 0:
+            got = np.zeros(1)
+            link.recv(1, got)
+            assert got[0] == 7.0                        # the rewrite got through
+            with pytest.raises(LinkError, match="from rank 1 .*failed authentication"):
+                link.recv(1, got)                       # the replay did not
+        link.reconnect()
+        return ring_sum(link)
+    out, _ = run_ranks(3, tracker, work, connect_timeout=5)
+    assert out == [(6.0, 6.0, 2)] * 3
+
+
+def test_frame_mac_mode_is_checked(monkeypatch):
+    monkeypatch.setenv("MXREF_FRAME_MAC", "none")
+    with pytest.raises(MXNetError, match="MXREF_FRAME_MAC must be 'payload' or 'header'"):
+        auth.frame_mac_covers_payload()
+    monkeypatch.delenv("MXREF_FRAME_MAC")
+    assert auth.frame_mac_covers_payload()
