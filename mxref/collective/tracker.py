@@ -7,6 +7,13 @@ peer. A restarted worker simply joins again under its rank. ``{"cmd": "done", "r
 rank left after the final consensus, which releases ranks still rejoining with ``finishing`` set
 (they get ``{"finished": true}``). ``{"cmd": "print", "msg": ...}`` prints on the tracker.
 
+While the ranks of an epoch build their mesh, the tracker keeps each one's join connection open.
+If any rank joins again before the mesh is complete (a process of the epoch died and was
+restarted, or its own mesh build failed), the tracker sends every rank still building
+``{"abort": e, "rank": r}`` on that connection, so a rank waiting to accept a dead peer rejoins at
+once instead of waiting out ``MXREF_COLLECTIVE_TIMEOUT``. A rank closes its connection when its
+mesh is complete.
+
 Every connection first passes the job-secret handshake of ``auth.py`` (within ``timeout``
 seconds, ``MXREF_COLLECTIVE_TIMEOUT``), and the request and reply travel as MAC'd messages; a
 peer that fails is logged and dropped. Each connection has its own thread, so one that sends
@@ -48,6 +55,7 @@ class Tracker:
         self.out = out or sys.stdout
         self.epoch = 0
         self._waiting: Dict[int, Tuple[socket.socket, list, bool]] = {}
+        self._building: Dict[int, Tuple[socket.socket, bytes]] = {}   # the open epoch's join connections
         self._done = False
         self._keys: Dict[socket.socket, bytes] = {}   # each waiting connection's session key
         self._lock = threading.Lock()
@@ -71,6 +79,7 @@ class Tracker:
             for conn, _, _ in self._waiting.values():
                 conn.close()
             self._waiting.clear()
+            self._close_building()
 
     def _serve(self) -> None:
         while not self._closed:
@@ -114,6 +123,7 @@ class Tracker:
             conn.close()
         elif cmd == "join":
             with self._lock:
+                self._abort_building(int(msg["rank"]))
                 old = self._waiting.pop(int(msg["rank"]), None)
                 if old is not None:      # a restarted process replaces its dead predecessor
                     self._keys.pop(old[0], None)
@@ -127,19 +137,41 @@ class Tracker:
         else:
             conn.close()
 
-    def _reply(self, conn: socket.socket, obj) -> None:
+    def _reply(self, conn: socket.socket, obj, keep: bool = False) -> None:
+        key = self._keys.pop(conn)
         try:
-            auth.send_message(conn, self._keys.pop(conn), *FROM_TRACKER, 0, json.dumps(obj).encode())
+            auth.send_message(conn, key, *FROM_TRACKER, 0, json.dumps(obj).encode())
         except OSError:
-            pass
+            keep = False
+        if keep:
+            return
         conn.close()
 
     def _open_epoch(self) -> None:
+        self._close_building()
         self.epoch += 1
         peers = {r: addr for r, (_, addr, _) in self._waiting.items()}
-        for conn, _, _ in self._waiting.values():
-            self._reply(conn, {"epoch": self.epoch, "peers": peers})
+        for rank, (conn, _, _) in self._waiting.items():
+            key = self._keys[conn]
+            self._reply(conn, {"epoch": self.epoch, "peers": peers}, keep=True)
+            self._building[rank] = (conn, key)
         self._waiting.clear()
+
+    def _abort_building(self, rejoined: int) -> None:
+        """A rank joins while the open epoch's mesh may still be building: tell every rank still
+        on its join connection to give the epoch up and rejoin (ranks that finished closed it)."""
+        text = json.dumps({"abort": self.epoch, "rank": rejoined}).encode()
+        for conn, key in self._building.values():
+            try:
+                auth.send_message(conn, key, *FROM_TRACKER, 1, text)
+            except OSError:
+                pass
+        self._close_building()
+
+    def _close_building(self) -> None:
+        for conn, _ in self._building.values():
+            conn.close()
+        self._building.clear()
 
     def _release_finishing(self) -> None:
         for rank in [r for r, (_, _, fin) in self._waiting.items() if fin]:

@@ -70,23 +70,46 @@ class SocketLink(Link):
                    host=os.environ.get("MXREF_BIND_HOST", "127.0.0.1"))
 
     # -- rendezvous -----------------------------------------------------------------------------
-    def _ask_tracker(self, msg: dict, wait: bool) -> Any:
-        where = "%s:%s" % tuple(self.tracker)
+    def _ask_tracker(self, msg: dict, wait: bool, keep: bool = False) -> Any:
+        """Send ``msg``; with ``wait``, return the tracker's reply. With ``keep`` (a join), return
+        ``(reply, conn, key)``: the connection stays open for a possible abort of the epoch."""
+        where = self._tracker_name()
+        conn = None
         try:
-            with socket.create_connection(self.tracker, timeout=self.connect_timeout) as conn:
-                key = auth.client_handshake(conn, self.secret, self.connect_timeout)
-                auth.send_message(conn, key, *TO_TRACKER, 0, json.dumps(msg).encode())
-                if not wait:
-                    return None
-                # The reply comes once every rank has joined (a restarted one may take a while).
-                line = auth.recv_message(conn, key, *FROM_TRACKER, 0, time.monotonic() + self.timeout)
+            conn = socket.create_connection(self.tracker, timeout=self.connect_timeout)
+            key = auth.client_handshake(conn, self.secret, self.connect_timeout)
+            auth.send_message(conn, key, *TO_TRACKER, 0, json.dumps(msg).encode())
+            if not wait:
+                return None
+            # The reply comes once every rank has joined (a restarted one may take a while).
+            line = auth.recv_message(conn, key, *FROM_TRACKER, 0, time.monotonic() + self.timeout)
         except auth.AuthError as exc:
             raise MXNetError(f"robust engine: rank {self.rank}: the tracker at {where} failed "
                              f"authentication ({exc})") from None
         except OSError as exc:
             raise MXNetError(f"robust engine: rank {self.rank} lost the tracker at {where} "
                              f"({type(exc).__name__}: {exc})") from None
+        finally:
+            if conn is not None and not (keep and wait):
+                conn.close()
+        if keep:
+            return json.loads(line), conn, key
         return json.loads(line)
+
+    def _tracker_name(self) -> str:
+        return "%s:%s" % tuple(self.tracker)
+
+    def _tracker_abort(self, conn: socket.socket, key: bytes) -> OSError:
+        """What the tracker said on the open join connection: an abort of the epoch (a rank
+        rejoined), or nothing because it is gone."""
+        try:
+            line = auth.recv_message(conn, key, *FROM_TRACKER, 1, time.monotonic() + self.connect_timeout)
+            msg = json.loads(line)
+        except (OSError, ValueError, auth.AuthError) as exc:
+            return ConnectionAbortedError(f"rank {self.rank} lost the tracker at {self._tracker_name()} "
+                                          f"while building the mesh ({type(exc).__name__}: {exc})")
+        return ConnectionAbortedError(f"rank {self.rank}: the tracker gave up epoch {msg.get('abort')} "
+                                      f"(rank {msg.get('rank')} joined again)")
 
     def reconnect(self, finishing: bool = False) -> Any:
         """Drop every connection (telling the peers), wait for all ranks at the tracker, reconnect."""
@@ -102,30 +125,36 @@ class SocketLink(Link):
                 time.sleep(0.01 * (1 + self.rank))
 
     def _rendezvous(self, finishing: bool) -> Any:
-        reply = self._ask_tracker({"cmd": "join", "rank": self.rank, "addr": self.addr,
-                                   "finishing": finishing}, wait=True)
-        if reply.get("finished"):
-            return "finished"
-        self.epoch = int(reply["epoch"])
-        peers = {int(r): tuple(a) for r, a in reply["peers"].items()}
-        # Lower ranks accept, higher ranks connect: connect() completes through the listen
-        # backlog, so nobody waits on anybody while the mesh is built.
-        t = self.connect_timeout
-        for peer in range(self.rank):
-            s = socket.create_connection(peers[peer], timeout=t)
-            try:
-                key = auth.client_handshake(s, self.secret, t)
-            except auth.AuthError as exc:
-                s.close()
-                raise MXNetError(f"robust engine: rank {self.rank}: the listener of rank {peer} at "
-                                 f"{peers[peer]} failed authentication ({exc})") from None
-            auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
-            self._add(peer, s, key)
-        self._accept_peers(time.monotonic() + t, t)
-        return self.epoch
+        reply, tracker_conn, tracker_key = self._ask_tracker(
+            {"cmd": "join", "rank": self.rank, "addr": self.addr, "finishing": finishing},
+            wait=True, keep=True)
+        try:
+            if reply.get("finished"):
+                return "finished"
+            self.epoch = int(reply["epoch"])
+            peers = {int(r): tuple(a) for r, a in reply["peers"].items()}
+            # Lower ranks accept, higher ranks connect: connect() completes through the listen
+            # backlog, so nobody waits on anybody while the mesh is built.
+            t = self.connect_timeout
+            for peer in range(self.rank):
+                s = socket.create_connection(peers[peer], timeout=t)
+                try:
+                    key = auth.client_handshake(s, self.secret, t)
+                except auth.AuthError as exc:
+                    s.close()
+                    raise MXNetError(f"robust engine: rank {self.rank}: the listener of rank {peer} at "
+                                     f"{peers[peer]} failed authentication ({exc})") from None
+                auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
+                self._add(peer, s, key)
+            self._accept_peers(time.monotonic() + t, t, (tracker_conn, tracker_key))
+            return self.epoch
+        finally:
+            tracker_conn.close()       # the mesh is complete (or given up): no abort can matter now
 
-    def _accept_peers(self, deadline: float, t: float) -> None:
-        """Accept the higher ranks, all handshakes at once in one ``select`` loop.
+    def _accept_peers(self, deadline: float, t: float, tracker=None) -> None:
+        """Accept the higher ranks, all handshakes at once in one ``select`` loop; ``tracker``
+        (the open join connection and its key) is watched too: an abort of the epoch, or the
+        tracker's end, stops the wait at once (``OSError``, so ``reconnect`` rejoins).
 
         NOTE: serving one handshake after another would let a stranger that connects and sends
         nothing hold up the real peers behind it; here it just waits in ``pending`` (and is
@@ -133,14 +162,17 @@ class SocketLink(Link):
         """
         pending: Dict[socket.socket, auth.Challenged] = {}
         hello_bytes = 8 + _HELLO.size + auth.MAC
+        watch = [tracker[0]] if tracker is not None else []
         try:
             while len(self.socks) < self.world_size - 1:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     missing = sorted(set(range(self.rank + 1, self.world_size)) - set(self.socks))
                     raise socket.timeout(f"rank {self.rank}: ranks {missing} did not connect within {t}s")
-                readable, _, _ = select.select([self.listener, *pending], [], [], left)
+                readable, _, _ = select.select([self.listener, *pending, *watch], [], [], left)
                 for s in readable:
+                    if watch and s is watch[0]:
+                        raise self._tracker_abort(*tracker)
                     if s is self.listener:
                         conn, where = self.listener.accept()
                         try:
