@@ -8,11 +8,12 @@ rank left after the final consensus, which releases ranks still rejoining with `
 (they get ``{"finished": true}``). ``{"cmd": "print", "msg": ...}`` prints on the tracker.
 
 While the ranks of an epoch build their mesh, the tracker keeps each one's join connection open.
-If any rank joins again before the mesh is complete (a process of the epoch died and was
-restarted, or its own mesh build failed), the tracker sends every rank still building
-``{"abort": e, "rank": r}`` on that connection, so a rank waiting to accept a dead peer rejoins at
-once instead of waiting out ``MXREF_COLLECTIVE_TIMEOUT``. A rank closes its connection when its
-mesh is complete.
+If any rank ``r`` joins again before the next epoch opens (a process of the epoch died and was
+restarted, or its own mesh build failed), the tracker sends ``{"abort": e, "rank": r}`` on every
+such connection; a rank still waiting to accept ``r``'s connection then gives the epoch up and
+rejoins at once instead of waiting out ``MXREF_COLLECTIVE_TIMEOUT`` (a rank that already holds
+``r``'s connection ignores it: it will see the broken link at first use). A rank closes its
+connection when its mesh is complete; the tracker closes the rest when the next epoch opens.
 
 Every connection first passes the job-secret handshake of ``auth.py`` (within ``timeout``
 seconds, ``MXREF_COLLECTIVE_TIMEOUT``), and the request and reply travel as MAC'd messages; a
@@ -55,7 +56,8 @@ class Tracker:
         self.out = out or sys.stdout
         self.epoch = 0
         self._waiting: Dict[int, Tuple[socket.socket, list, bool]] = {}
-        self._building: Dict[int, Tuple[socket.socket, bytes]] = {}   # the open epoch's join connections
+        # the open epoch's join connections: rank -> [conn, key, next seqno]
+        self._building: Dict[int, list] = {}
         self._done = False
         self._keys: Dict[socket.socket, bytes] = {}   # each waiting connection's session key
         self._lock = threading.Lock()
@@ -154,22 +156,24 @@ class Tracker:
         for rank, (conn, _, _) in self._waiting.items():
             key = self._keys[conn]
             self._reply(conn, {"epoch": self.epoch, "peers": peers}, keep=True)
-            self._building[rank] = (conn, key)
+            self._building[rank] = [conn, key, 1]
         self._waiting.clear()
 
     def _abort_building(self, rejoined: int) -> None:
-        """A rank joins while the open epoch's mesh may still be building: tell every rank still
-        on its join connection to give the epoch up and rejoin (ranks that finished closed it)."""
+        """Rank ``rejoined`` joins again: tell every rank of the open epoch still on its join
+        connection (ranks whose mesh is complete closed theirs; those sends just fail)."""
         text = json.dumps({"abort": self.epoch, "rank": rejoined}).encode()
-        for conn, key in self._building.values():
+        for rank, entry in list(self._building.items()):
+            conn, key, seq = entry
             try:
-                auth.send_message(conn, key, *FROM_TRACKER, 1, text)
+                auth.send_message(conn, key, *FROM_TRACKER, seq, text)
+                entry[2] = seq + 1
             except OSError:
-                pass
-        self._close_building()
+                conn.close()
+                del self._building[rank]
 
     def _close_building(self) -> None:
-        for conn, _ in self._building.values():
+        for conn, _, _ in self._building.values():
             conn.close()
         self._building.clear()
 

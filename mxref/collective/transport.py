@@ -99,17 +99,18 @@ class SocketLink(Link):
     def _tracker_name(self) -> str:
         return "%s:%s" % tuple(self.tracker)
 
-    def _tracker_abort(self, conn: socket.socket, key: bytes) -> OSError:
-        """What the tracker said on the open join connection: an abort of the epoch (a rank
-        rejoined), or nothing because it is gone."""
+    def _tracker_says(self, tracker: list) -> int:
+        """Read one message on the open join connection ``tracker`` (``[conn, key, seqno]``): the
+        rank whose rejoin aborts the epoch; ``OSError`` if the tracker is gone."""
+        conn, key, seq = tracker
         try:
-            line = auth.recv_message(conn, key, *FROM_TRACKER, 1, time.monotonic() + self.connect_timeout)
+            line = auth.recv_message(conn, key, *FROM_TRACKER, seq, time.monotonic() + self.connect_timeout)
             msg = json.loads(line)
-        except (OSError, ValueError, auth.AuthError) as exc:
-            return ConnectionAbortedError(f"rank {self.rank} lost the tracker at {self._tracker_name()} "
-                                          f"while building the mesh ({type(exc).__name__}: {exc})")
-        return ConnectionAbortedError(f"rank {self.rank}: the tracker gave up epoch {msg.get('abort')} "
-                                      f"(rank {msg.get('rank')} joined again)")
+            tracker[2] = seq + 1
+            return int(msg["rank"])
+        except (OSError, ValueError, KeyError, TypeError, auth.AuthError) as exc:
+            raise ConnectionAbortedError(f"rank {self.rank} lost the tracker at {self._tracker_name()} "
+                                         f"while building the mesh ({type(exc).__name__}: {exc})") from None
 
     def reconnect(self, finishing: bool = False) -> Any:
         """Drop every connection (telling the peers), wait for all ranks at the tracker, reconnect."""
@@ -146,15 +147,16 @@ class SocketLink(Link):
                                      f"{peers[peer]} failed authentication ({exc})") from None
                 auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
                 self._add(peer, s, key)
-            self._accept_peers(time.monotonic() + t, t, (tracker_conn, tracker_key))
+            self._accept_peers(time.monotonic() + t, t, [tracker_conn, tracker_key, 1])
             return self.epoch
         finally:
             tracker_conn.close()       # the mesh is complete (or given up): no abort can matter now
 
     def _accept_peers(self, deadline: float, t: float, tracker=None) -> None:
         """Accept the higher ranks, all handshakes at once in one ``select`` loop; ``tracker``
-        (the open join connection and its key) is watched too: an abort of the epoch, or the
-        tracker's end, stops the wait at once (``OSError``, so ``reconnect`` rejoins).
+        (the open join connection, its key and next seqno) is watched too: the rejoin of a rank
+        still awaited here, or the tracker's end, stops the wait at once (``OSError``, so
+        ``reconnect`` rejoins).
 
         NOTE: serving one handshake after another would let a stranger that connects and sends
         nothing hold up the real peers behind it; here it just waits in ``pending`` (and is
@@ -172,7 +174,12 @@ class SocketLink(Link):
                 readable, _, _ = select.select([self.listener, *pending, *watch], [], [], left)
                 for s in readable:
                     if watch and s is watch[0]:
-                        raise self._tracker_abort(*tracker)
+                        rejoined = self._tracker_says(tracker)
+                        if rejoined > self.rank and rejoined not in self.socks:
+                            raise ConnectionAbortedError(
+                                f"rank {self.rank}: the tracker gave up epoch {self.epoch}: rank "
+                                f"{rejoined}, awaited here, joined again")
+                        continue
                     if s is self.listener:
                         conn, where = self.listener.accept()
                         try:

@@ -37,7 +37,10 @@ def test_rendezvous_then_ring_and_tree_over_tcp(tracker):
 
 def test_a_closed_peer_is_a_link_error_and_everyone_rejoins(tracker):
     """When rank 2 drops its sockets, the others' receive raises LinkError; a rejoin opens epoch 2."""
+    meshed = threading.Barrier(3, timeout=30)   # every mesh of epoch 1 is complete before the drop
+
     def work(link):
+        meshed.wait()
         if link.rank == 2:
             link._drop()
         else:
