@@ -3,7 +3,7 @@ import glob
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
@@ -31,20 +31,27 @@ class OptionalBuildExt(build_ext):
         sys.stderr.write(f"WARNING: building {name} failed ({exc}); mxref will use pure Python.\n")
 
 
+def loopback_shim():
+    """The LD_PRELOAD bind shim that keeps a single-host MPI job on loopback (plain C, needs no
+    Cython, so it is built in pure mode too; mxref/tools/loopback.py uses it)."""
+    return [Extension("mxref._ext.loopback_bind", ["mxref/_ext/shim/loopback_bind.c"],
+                      libraries=["dl"])]
+
+
 def extensions():
     if os.environ.get("MXREF_ENABLE_EXT") == "0":
-        return []
+        return loopback_shim()
     try:
         from Cython.Build import cythonize
     except ImportError:
         if os.environ.get("MXREF_ENFORCE_EXT") == "1":
             raise
         sys.stderr.write("WARNING: Cython not found; mxref will use pure Python.\n")
-        return []
+        return loopback_shim()
     sources = sorted(glob.glob(os.path.join("mxref", "_ext", "*.pyx")))
     if not sources:
-        return []
-    return cythonize(sources, language_level=3, compiler_directives={"boundscheck": False,
+        return loopback_shim()
+    return loopback_shim() + cythonize(sources, language_level=3, compiler_directives={"boundscheck": False,
                                                                       "wraparound": False})
 
 

@@ -1,5 +1,6 @@
 """What the tests that launch jobs under mpiexec share: where mpiexec is, the skip marker when MPI
-is missing, and the loopback-only launch (``-launcher fork -iface lo``, ``FI_TCP_IFACE=lo``)."""
+is missing, and the loopback-only launch (the launcher's own flags and environment,
+``mxref/tools/loopback.py``)."""
 import os
 import shutil
 import subprocess
@@ -8,6 +9,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from mxref.tools import loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 # The mpich wheel puts mpiexec next to the venv's python; a system one is the fallback.
@@ -25,7 +28,7 @@ needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs mpi4py and mpiexec (p
 def loopback_env(**extra) -> dict:
     """The environment of an MPI job that must not leave this machine, with mxref importable;
     ``extra`` adds or overrides variables (values made strings)."""
-    env = dict(os.environ, FI_TCP_IFACE="lo", PYTHONPATH=str(ROOT))
+    env = loopback.loopback_env(dict(os.environ, PYTHONPATH=str(ROOT)))
     env.update({k: str(v) for k, v in extra.items()})
     return env
 
@@ -43,7 +46,7 @@ def run_reporting(cmd: list, timeout: float, env: dict) -> subprocess.CompletedP
 
 def mpiexec(n: int) -> list:
     """The command prefix that starts ``n`` ranks on loopback."""
-    return [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(n)]
+    return [MPIEXEC, *loopback.MPIEXEC_FLAGS, "-n", str(n)]
 
 
 def run_per_rank(n: int, cmd: list, timeout: float, env: dict) -> subprocess.CompletedProcess:

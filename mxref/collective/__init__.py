@@ -146,8 +146,12 @@ def broadcast(obj: Any, root: int) -> Any:
 
     What the root passes decides: a numpy array or NDArray travels as raw bytes (no pickling) and
     lands in place in the array each other rank passes (same size and dtype), or in a new numpy
-    array on ranks that pass ``None``; anything else is pickled on the root and the other ranks
-    (which may pass ``None``) get an unpickled copy. Array arguments are returned, filled.
+    array on ranks that pass ``None``; anything else (numbers, strings, bytes, lists, tuples,
+    dicts of those and of arrays) travels in a data-only encoding (``codec.py``) and the other
+    ranks (which may pass ``None``) get a copy. Other Python objects (class instances) are
+    pickled only when every rank opted in (``MXREF_ALLOW_PICKLE=1``, or the robust engine's
+    ``allow_pickle=True``); otherwise every rank raises ``MXNetError``. Array arguments are
+    returned, filled.
 
     Examples
     --------

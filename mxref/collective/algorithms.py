@@ -22,12 +22,12 @@ the whole buffer over each edge, so it wins for small buffers; chunks pipeline t
 """
 from __future__ import annotations
 
-import pickle
 from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from ..base import MXNetError
+from . import codec
 from .base import Link
 
 Fold = Callable[[np.ndarray, np.ndarray], None]
@@ -126,25 +126,37 @@ def allreduce(link: Link, buf: np.ndarray, fold: Fold, ring_mincount: int,
         tree_allreduce(link, buf, fold, chunk_bytes)
 
 
-def broadcast_object(link: Link, obj: Any, root: int) -> Any:
-    """Broadcast a picklable object: its length first, then the pickled bytes."""
+def broadcast_object(link: Link, obj: Any, root: int, allow_pickle: bool = False) -> Any:
+    """Broadcast a value in ``codec.py``'s data-only encoding (arrays, numbers, strings, bytes,
+    lists, tuples, dicts): its length first, then the bytes. Other Python objects are pickled
+    only with ``allow_pickle`` (on the root to send, on a rank to accept). A value the root cannot
+    encode is an error on every rank: the root sends the message instead (a negative length), so
+    nobody is left waiting for bytes that never come."""
     size = np.zeros(1, np.int64)
-    payload = None
+    payload, failure = None, None
     if link.rank == root:
-        payload = np.frombuffer(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), np.uint8).copy()
-        size[0] = payload.size
+        try:
+            blob = codec.encode(obj, allow_pickle, "broadcast")
+        except MXNetError as exc:
+            failure, blob = exc, str(exc).encode()
+        payload = np.frombuffer(blob, np.uint8).copy()
+        size[0] = -payload.size if failure is not None else payload.size
     tree_broadcast(link, size, root)
     if link.rank != root:
-        payload = np.empty(int(size[0]), np.uint8)
+        payload = np.empty(abs(int(size[0])), np.uint8)
     tree_broadcast(link, payload, root)
-    return obj if link.rank == root else pickle.loads(payload.tobytes())
+    if size[0] < 0:
+        raise failure if failure is not None else MXNetError(
+            f"broadcast from root {root} failed there: {payload.tobytes().decode(errors='replace')}")
+    return obj if link.rank == root else codec.decode(payload.tobytes(), allow_pickle, "broadcast")
 
 
 def broadcast_value(link: Link, value: Any, root: int, out: Optional[np.ndarray] = None,
-                    chunk_bytes: int = 1 << 18) -> Any:
-    """``root``'s value on every rank: an array travels as raw bytes, anything else pickled.
+                    chunk_bytes: int = 1 << 18, allow_pickle: bool = False) -> Any:
+    """``root``'s value on every rank: an array travels as raw bytes, anything else in the
+    data-only encoding (``broadcast_object``; a pickle only with ``allow_pickle``).
 
-    The root decides: a small pickled header says "object" (and carries it) or gives the array's
+    The root decides: a small header says "object" (and carries it) or gives the array's
     shape and dtype, then the array's bytes go down the tree with no pickling. A non-root rank's
     ``out`` array receives them in place when its size and dtype match; with ``out=None`` a new
     array is returned. A mismatching ``out`` is an error, raised only after the bytes were
@@ -153,7 +165,7 @@ def broadcast_value(link: Link, value: Any, root: int, out: Optional[np.ndarray]
     is_root = link.rank == root
     if is_root:
         head = ("array", value.shape, value.dtype.str) if isinstance(value, np.ndarray) else ("object", value)
-    head = broadcast_object(link, head if is_root else None, root)
+    head = broadcast_object(link, head if is_root else None, root, allow_pickle)
     if head[0] == "object":
         return value if is_root else head[1]
     shape, dtype = tuple(head[1]), np.dtype(head[2])

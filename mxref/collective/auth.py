@@ -12,6 +12,13 @@ Both ends then derive a session key ``HMAC(secret, b"session" + nonce_s + nonce_
 frame carries ``HMAC(key, sender, receiver, seqno, tag, nbytes, payload)``. Fresh nonces make the
 key differ on every connection, and the sequence number differs on every frame, so a frame copied
 from another connection or replayed on the same one fails its check.
+
+``MXREF_FRAME_MAC=header`` leaves the payload out of the worker mesh's frame MACs (the handshake,
+the header, the sequence number and the tracker's messages stay authenticated): a stranger still
+cannot join, inject, replay or reorder a frame, but one who can rewrite an established TCP stream
+in flight could change a payload's bytes. On loopback that takes root; across hosts it takes a
+place on the wire. It is an opt-in for single-host jobs, where the payload MAC is most of the cost
+of a large allreduce (``docs/security.md``).
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from typing import Optional
 from ..base import MXNetError
 
 SECRET_ENV = "MXREF_JOB_SECRET"
+FRAME_MAC_ENV = "MXREF_FRAME_MAC"
 NONCE = 32
 MAC = 32                        # bytes of an HMAC-SHA256
 _MAC_HEAD = struct.Struct("<qqqqq")   # sender, receiver, seqno, tag, nbytes
@@ -144,9 +152,33 @@ def client_handshake(s: socket.socket, secret: bytes, timeout: float) -> bytes:
     return _mac(secret, b"session", nonce_s, nonce_c)
 
 
-def frame_hasher(key: bytes, sender: int, receiver: int, seqno: int, tag: int, nbytes: int):
-    """An HMAC to feed a frame's payload into piece by piece, as it is sent or received."""
-    return hmac.new(key, _MAC_HEAD.pack(sender, receiver, seqno, tag, nbytes), "sha256")
+def frame_mac_covers_payload() -> bool:
+    """``MXREF_FRAME_MAC``: ``payload`` (the default) or ``header`` (see the module's docstring)."""
+    mode = os.environ.get(FRAME_MAC_ENV, "payload")
+    if mode not in ("payload", "header"):
+        raise MXNetError(f"{FRAME_MAC_ENV} must be 'payload' or 'header', got {mode!r}")
+    return mode == "payload"
+
+
+class _HeaderOnly:
+    """A frame hasher that ignores the payload (``MXREF_FRAME_MAC=header``)."""
+
+    def __init__(self, h) -> None:
+        self._h = h
+
+    def update(self, _data) -> None:
+        pass
+
+    def digest(self) -> bytes:
+        return self._h.digest()
+
+
+def frame_hasher(key: bytes, sender: int, receiver: int, seqno: int, tag: int, nbytes: int,
+                 payload: bool = True):
+    """An HMAC to feed a frame's payload into piece by piece, as it is sent or received (with
+    ``payload=False``, one over the header alone that ignores what it is fed)."""
+    h = hmac.new(key, _MAC_HEAD.pack(sender, receiver, seqno, tag, nbytes), "sha256")
+    return h if payload else _HeaderOnly(h)
 
 
 def frame_mac(key: bytes, sender: int, receiver: int, seqno: int, tag: int, payload) -> bytes:

@@ -25,6 +25,7 @@ import numpy as np
 from ..base import MXNetError
 
 MAGIC = b"MXRC1\n"
+PICKLED = b"MXRPK1\n"     # marks a pickle, made and read only with the explicit opt-in
 _LEN = struct.Struct("<q")
 MAX_DEPTH = 100
 _KINDS = "biufc"        # numpy dtype kinds that are plain numbers or bools
@@ -32,6 +33,31 @@ _KINDS = "biufc"        # numpy dtype kinds that are plain numbers or bools
 
 class Unsupported(MXNetError):
     """The value holds something the data-only encoding cannot carry (a class instance, say)."""
+
+
+def encode(value: Any, allow_pickle: bool, who: str) -> bytes:
+    """``value`` in the data-only encoding; pickled (behind ``PICKLED``) only with the opt-in."""
+    try:
+        return dumps(value)
+    except Unsupported as exc:
+        if not allow_pickle:
+            raise MXNetError(f"{who}: {exc}; checkpoints and broadcast objects travel as numpy arrays, "
+                             "numbers, strings, bytes, lists, tuples and dicts. Pass allow_pickle=True "
+                             "(or set MXREF_ALLOW_PICKLE=1) on every rank to pickle other Python "
+                             "objects (peers then run code the bytes name)") from None
+    import pickle  # noqa: PLC0415 - only on the opt-in path
+    return PICKLED + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(blob: bytes, allow_pickle: bool, who: str) -> Any:
+    """The inverse of ``encode``; a pickle from a peer is refused unless this rank opted in too."""
+    if blob[:len(PICKLED)] == PICKLED:
+        if not allow_pickle:
+            raise MXNetError(f"{who}: a peer sent a pickled object; this rank did not opt in "
+                             "(allow_pickle=True or MXREF_ALLOW_PICKLE=1)")
+        import pickle  # noqa: PLC0415
+        return pickle.loads(blob[len(PICKLED):])
+    return loads(blob, who)
 
 
 def is_encoded(blob: bytes) -> bool:

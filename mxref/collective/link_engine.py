@@ -6,6 +6,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
+from ..base import env_bool
 from . import algorithms
 from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, reducer
 
@@ -56,6 +57,8 @@ class LinkEngine(Engine):
         self.chunk_bytes = chunk_bytes
         self.seqno = 0   # collectives since the last checkpoint, as Rabit's seq_counter
         self._ckpt = InMemoryCheckpoints()
+        # Broadcast objects travel data-only; MXREF_ALLOW_PICKLE=1 lets other Python objects through.
+        self.allow_pickle = env_bool("MXREF_ALLOW_PICKLE", False)
 
     def allreduce(self, buf: np.ndarray, op: int, prepare_fun: Optional[Callable[[], None]] = None) -> None:
         if prepare_fun is not None:
@@ -72,7 +75,7 @@ class LinkEngine(Engine):
         if self.check:
             algorithms.check_agreement(self.link, "broadcast", ("root",), (root,))
         out = obj if isinstance(obj, np.ndarray) else None
-        value = algorithms.broadcast_value(self.link, obj, root, out, self.chunk_bytes)
+        value = algorithms.broadcast_value(self.link, obj, root, out, self.chunk_bytes, self.allow_pickle)
         self.seqno += 1
         return value
 

@@ -27,7 +27,6 @@ and repeats the round: fresh connections mean no stale bytes can be mistaken for
 from __future__ import annotations
 
 import os
-import pickle
 import sys
 from typing import Any, Callable, Optional, Tuple
 
@@ -51,30 +50,14 @@ def _row_text(row) -> str:
     return f"{what} at version {version} seqno {seqno}{detail}"
 
 
-_PICKLED = b"MXRPK1\n"     # marks a pickle, sent only with the opt-in
-
-
 def _pickle(obj: Any, allow_pickle: bool = False) -> bytes:
     """``obj`` in the data-only encoding of ``codec.py``; pickled only with the explicit opt-in."""
-    try:
-        return codec.dumps(obj)
-    except codec.Unsupported as exc:
-        if not allow_pickle:
-            raise MXNetError(f"robust engine: {exc}; checkpoints and broadcast objects travel as numpy "
-                             "arrays, numbers, strings, bytes, lists, tuples and dicts. Pass "
-                             "allow_pickle=True (or set MXREF_ALLOW_PICKLE=1) on every rank to pickle "
-                             "other Python objects (peers then run code the bytes name)") from None
-    return _PICKLED + pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return codec.encode(obj, allow_pickle, "robust engine")
 
 
 def _unpickle(data: bytes, allow_pickle: bool = False) -> Any:
     """The inverse of ``_pickle``; a pickle from a peer is refused unless this rank opted in too."""
-    if data[:len(_PICKLED)] == _PICKLED:
-        if not allow_pickle:
-            raise MXNetError("robust engine: a peer sent a pickled object; this rank did not opt in "
-                             "(allow_pickle=True or MXREF_ALLOW_PICKLE=1)")
-        return pickle.loads(data[len(_PICKLED):])
-    return codec.loads(data)
+    return codec.decode(data, allow_pickle, "robust engine")
 
 
 def _shift(link, send_to: int, recv_from: int, payload: Optional[bytes]) -> Optional[bytes]:
@@ -183,7 +166,8 @@ class RobustEngine(Engine):
         out = obj if isinstance(obj, np.ndarray) and self.rank != root else None
         # The result is cached encoded: whoever replays it may have passed None or an array.
         data = self._run(COLLECTIVE, (BROADCAST, root, -1, -1), lambda: _pickle(
-            algorithms.broadcast_value(self.link, obj, root, None, self.chunk_bytes), self.allow_pickle))
+            algorithms.broadcast_value(self.link, obj, root, None, self.chunk_bytes, self.allow_pickle),
+            self.allow_pickle))
         value = _unpickle(data, self.allow_pickle)
         if out is None:
             return obj if self.rank == root else value

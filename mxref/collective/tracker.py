@@ -7,6 +7,14 @@ peer. A restarted worker simply joins again under its rank. ``{"cmd": "done", "r
 rank left after the final consensus, which releases ranks still rejoining with ``finishing`` set
 (they get ``{"finished": true}``). ``{"cmd": "print", "msg": ...}`` prints on the tracker.
 
+While the ranks of an epoch build their mesh, the tracker keeps each one's join connection open.
+If any rank ``r`` joins again before the next epoch opens (a process of the epoch died and was
+restarted, or its own mesh build failed), the tracker sends ``{"abort": e, "rank": r}`` on every
+such connection; a rank still waiting to accept ``r``'s connection then gives the epoch up and
+rejoins at once instead of waiting out ``MXREF_COLLECTIVE_TIMEOUT`` (a rank that already holds
+``r``'s connection ignores it: it will see the broken link at first use). A rank closes its
+connection when its mesh is complete; the tracker closes the rest when the next epoch opens.
+
 Every connection first passes the job-secret handshake of ``auth.py`` (within ``timeout``
 seconds, ``MXREF_COLLECTIVE_TIMEOUT``), and the request and reply travel as MAC'd messages; a
 peer that fails is logged and dropped. Each connection has its own thread, so one that sends
@@ -48,6 +56,8 @@ class Tracker:
         self.out = out or sys.stdout
         self.epoch = 0
         self._waiting: Dict[int, Tuple[socket.socket, list, bool]] = {}
+        # the open epoch's join connections: rank -> [conn, key, next seqno]
+        self._building: Dict[int, list] = {}
         self._done = False
         self._keys: Dict[socket.socket, bytes] = {}   # each waiting connection's session key
         self._lock = threading.Lock()
@@ -71,6 +81,7 @@ class Tracker:
             for conn, _, _ in self._waiting.values():
                 conn.close()
             self._waiting.clear()
+            self._close_building()
 
     def _serve(self) -> None:
         while not self._closed:
@@ -114,6 +125,7 @@ class Tracker:
             conn.close()
         elif cmd == "join":
             with self._lock:
+                self._abort_building(int(msg["rank"]))
                 old = self._waiting.pop(int(msg["rank"]), None)
                 if old is not None:      # a restarted process replaces its dead predecessor
                     self._keys.pop(old[0], None)
@@ -127,19 +139,43 @@ class Tracker:
         else:
             conn.close()
 
-    def _reply(self, conn: socket.socket, obj) -> None:
+    def _reply(self, conn: socket.socket, obj, keep: bool = False) -> None:
+        key = self._keys.pop(conn)
         try:
-            auth.send_message(conn, self._keys.pop(conn), *FROM_TRACKER, 0, json.dumps(obj).encode())
+            auth.send_message(conn, key, *FROM_TRACKER, 0, json.dumps(obj).encode())
         except OSError:
-            pass
+            keep = False
+        if keep:
+            return
         conn.close()
 
     def _open_epoch(self) -> None:
+        self._close_building()
         self.epoch += 1
         peers = {r: addr for r, (_, addr, _) in self._waiting.items()}
-        for conn, _, _ in self._waiting.values():
-            self._reply(conn, {"epoch": self.epoch, "peers": peers})
+        for rank, (conn, _, _) in self._waiting.items():
+            key = self._keys[conn]
+            self._reply(conn, {"epoch": self.epoch, "peers": peers}, keep=True)
+            self._building[rank] = [conn, key, 1]
         self._waiting.clear()
+
+    def _abort_building(self, rejoined: int) -> None:
+        """Rank ``rejoined`` joins again: tell every rank of the open epoch still on its join
+        connection (ranks whose mesh is complete closed theirs; those sends just fail)."""
+        text = json.dumps({"abort": self.epoch, "rank": rejoined}).encode()
+        for rank, entry in list(self._building.items()):
+            conn, key, seq = entry
+            try:
+                auth.send_message(conn, key, *FROM_TRACKER, seq, text)
+                entry[2] = seq + 1
+            except OSError:
+                conn.close()
+                del self._building[rank]
+
+    def _close_building(self) -> None:
+        for conn, _, _ in self._building.values():
+            conn.close()
+        self._building.clear()
 
     def _release_finishing(self) -> None:
         for rank in [r for r, (_, _, fin) in self._waiting.items() if fin]:

@@ -48,6 +48,7 @@ class SocketLink(Link):
         self.connect_timeout = collective_timeout() if connect_timeout is None else connect_timeout
         self.refused: List[str] = []      # connections dropped for failing the handshake
         self._keys: Dict[int, bytes] = {}    # peer -> this connection's session key
+        self._mac_payload = auth.frame_mac_covers_payload()   # MXREF_FRAME_MAC, read once
         self._seq_out: Dict[int, int] = {}
         self._seq_in: Dict[int, int] = {}
         self.listener = socket.create_server((host, 0), backlog=max(16, 2 * world_size))
@@ -69,23 +70,47 @@ class SocketLink(Link):
                    host=os.environ.get("MXREF_BIND_HOST", "127.0.0.1"))
 
     # -- rendezvous -----------------------------------------------------------------------------
-    def _ask_tracker(self, msg: dict, wait: bool) -> Any:
-        where = "%s:%s" % tuple(self.tracker)
+    def _ask_tracker(self, msg: dict, wait: bool, keep: bool = False) -> Any:
+        """Send ``msg``; with ``wait``, return the tracker's reply. With ``keep`` (a join), return
+        ``(reply, conn, key)``: the connection stays open for a possible abort of the epoch."""
+        where = self._tracker_name()
+        conn = None
         try:
-            with socket.create_connection(self.tracker, timeout=self.connect_timeout) as conn:
-                key = auth.client_handshake(conn, self.secret, self.connect_timeout)
-                auth.send_message(conn, key, *TO_TRACKER, 0, json.dumps(msg).encode())
-                if not wait:
-                    return None
-                # The reply comes once every rank has joined (a restarted one may take a while).
-                line = auth.recv_message(conn, key, *FROM_TRACKER, 0, time.monotonic() + self.timeout)
+            conn = socket.create_connection(self.tracker, timeout=self.connect_timeout)
+            key = auth.client_handshake(conn, self.secret, self.connect_timeout)
+            auth.send_message(conn, key, *TO_TRACKER, 0, json.dumps(msg).encode())
+            if not wait:
+                return None
+            # The reply comes once every rank has joined (a restarted one may take a while).
+            line = auth.recv_message(conn, key, *FROM_TRACKER, 0, time.monotonic() + self.timeout)
         except auth.AuthError as exc:
             raise MXNetError(f"robust engine: rank {self.rank}: the tracker at {where} failed "
                              f"authentication ({exc})") from None
         except OSError as exc:
             raise MXNetError(f"robust engine: rank {self.rank} lost the tracker at {where} "
                              f"({type(exc).__name__}: {exc})") from None
+        finally:
+            if conn is not None and not (keep and wait):
+                conn.close()
+        if keep:
+            return json.loads(line), conn, key
         return json.loads(line)
+
+    def _tracker_name(self) -> str:
+        return "%s:%s" % tuple(self.tracker)
+
+    def _tracker_says(self, tracker: list) -> int:
+        """Read one message on the open join connection ``tracker`` (``[conn, key, seqno]``): the
+        rank whose rejoin aborts the epoch; ``OSError`` if the tracker is gone."""
+        conn, key, seq = tracker
+        try:
+            line = auth.recv_message(conn, key, *FROM_TRACKER, seq, time.monotonic() + self.connect_timeout)
+            msg = json.loads(line)
+            tracker[2] = seq + 1
+            return int(msg["rank"])
+        except (OSError, ValueError, KeyError, TypeError, auth.AuthError) as exc:
+            raise ConnectionAbortedError(f"rank {self.rank} lost the tracker at {self._tracker_name()} "
+                                         f"while building the mesh ({type(exc).__name__}: {exc})") from None
 
     def reconnect(self, finishing: bool = False) -> Any:
         """Drop every connection (telling the peers), wait for all ranks at the tracker, reconnect."""
@@ -101,30 +126,37 @@ class SocketLink(Link):
                 time.sleep(0.01 * (1 + self.rank))
 
     def _rendezvous(self, finishing: bool) -> Any:
-        reply = self._ask_tracker({"cmd": "join", "rank": self.rank, "addr": self.addr,
-                                   "finishing": finishing}, wait=True)
-        if reply.get("finished"):
-            return "finished"
-        self.epoch = int(reply["epoch"])
-        peers = {int(r): tuple(a) for r, a in reply["peers"].items()}
-        # Lower ranks accept, higher ranks connect: connect() completes through the listen
-        # backlog, so nobody waits on anybody while the mesh is built.
-        t = self.connect_timeout
-        for peer in range(self.rank):
-            s = socket.create_connection(peers[peer], timeout=t)
-            try:
-                key = auth.client_handshake(s, self.secret, t)
-            except auth.AuthError as exc:
-                s.close()
-                raise MXNetError(f"robust engine: rank {self.rank}: the listener of rank {peer} at "
-                                 f"{peers[peer]} failed authentication ({exc})") from None
-            auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
-            self._add(peer, s, key)
-        self._accept_peers(time.monotonic() + t, t)
-        return self.epoch
+        reply, tracker_conn, tracker_key = self._ask_tracker(
+            {"cmd": "join", "rank": self.rank, "addr": self.addr, "finishing": finishing},
+            wait=True, keep=True)
+        try:
+            if reply.get("finished"):
+                return "finished"
+            self.epoch = int(reply["epoch"])
+            peers = {int(r): tuple(a) for r, a in reply["peers"].items()}
+            # Lower ranks accept, higher ranks connect: connect() completes through the listen
+            # backlog, so nobody waits on anybody while the mesh is built.
+            t = self.connect_timeout
+            for peer in range(self.rank):
+                s = socket.create_connection(peers[peer], timeout=t)
+                try:
+                    key = auth.client_handshake(s, self.secret, t)
+                except auth.AuthError as exc:
+                    s.close()
+                    raise MXNetError(f"robust engine: rank {self.rank}: the listener of rank {peer} at "
+                                     f"{peers[peer]} failed authentication ({exc})") from None
+                auth.send_message(s, key, -1, peer, 0, _HELLO.pack(self.epoch, self.rank))
+                self._add(peer, s, key)
+            self._accept_peers(time.monotonic() + t, t, [tracker_conn, tracker_key, 1])
+            return self.epoch
+        finally:
+            tracker_conn.close()       # the mesh is complete (or given up): no abort can matter now
 
-    def _accept_peers(self, deadline: float, t: float) -> None:
-        """Accept the higher ranks, all handshakes at once in one ``select`` loop.
+    def _accept_peers(self, deadline: float, t: float, tracker=None) -> None:
+        """Accept the higher ranks, all handshakes at once in one ``select`` loop; ``tracker``
+        (the open join connection, its key and next seqno) is watched too: the rejoin of a rank
+        still awaited here, or the tracker's end, stops the wait at once (``OSError``, so
+        ``reconnect`` rejoins).
 
         NOTE: serving one handshake after another would let a stranger that connects and sends
         nothing hold up the real peers behind it; here it just waits in ``pending`` (and is
@@ -132,14 +164,22 @@ class SocketLink(Link):
         """
         pending: Dict[socket.socket, auth.Challenged] = {}
         hello_bytes = 8 + _HELLO.size + auth.MAC
+        watch = [tracker[0]] if tracker is not None else []
         try:
             while len(self.socks) < self.world_size - 1:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     missing = sorted(set(range(self.rank + 1, self.world_size)) - set(self.socks))
                     raise socket.timeout(f"rank {self.rank}: ranks {missing} did not connect within {t}s")
-                readable, _, _ = select.select([self.listener, *pending], [], [], left)
+                readable, _, _ = select.select([self.listener, *pending, *watch], [], [], left)
                 for s in readable:
+                    if watch and s is watch[0]:
+                        rejoined = self._tracker_says(tracker)
+                        if rejoined > self.rank and rejoined not in self.socks:
+                            raise ConnectionAbortedError(
+                                f"rank {self.rank}: the tracker gave up epoch {self.epoch}: rank "
+                                f"{rejoined}, awaited here, joined again")
+                        continue
                     if s is self.listener:
                         conn, where = self.listener.accept()
                         try:
@@ -224,7 +264,8 @@ class SocketLink(Link):
         data = memoryview(as_bytes(buf))
         seq = self._seq_out[peer]
         self._seq_out[peer] = seq + 1
-        hasher = auth.frame_hasher(self._keys[peer], self.rank, peer, seq, tag, data.nbytes)
+        hasher = auth.frame_hasher(self._keys[peer], self.rank, peer, seq, tag, data.nbytes,
+                                   self._mac_payload)
         req = _Send(self, peer, memoryview(_FRAME.pack(tag, data.nbytes)), data, hasher)
         self._outq[peer].append(req)
         return req
@@ -324,7 +365,8 @@ class SocketLink(Link):
             rd.start(tag, req, size)
             seq = self._seq_in[peer]
             self._seq_in[peer] = seq + 1
-            rd.hasher = auth.frame_hasher(self._keys[peer], peer, self.rank, seq, tag, size)
+            rd.hasher = auth.frame_hasher(self._keys[peer], peer, self.rank, seq, tag, size,
+                                          self._mac_payload)
         if rd.target is not None and rd.mac is None and rd.got == len(rd.target):
             rd.mac, rd.got = bytearray(auth.MAC), 0
             return False
@@ -333,7 +375,7 @@ class SocketLink(Link):
         if not hmac.compare_digest(bytes(rd.mac), rd.hasher.digest()):
             raise LinkError(f"robust engine: rank {self.rank} refused a frame from rank {peer} (tag "
                             f"{rd.tag}, {len(rd.target)} bytes) that failed authentication: forged, "
-                            "replayed or reordered")
+                            "replayed or reordered (or the ranks disagree on MXREF_FRAME_MAC)")
         data = rd.target.obj if rd.target.nbytes else b""
         posted = self._posted.get((peer, rd.tag))
         if rd.req is not None:

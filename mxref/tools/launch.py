@@ -1,8 +1,9 @@
 """Start a distributed job: ``python -m mxref.tools.launch -n W [-s S] [--engine robust] -- python prog.py``.
 
 * ``--engine mpi`` (default): runs ``mpiexec -n W+S`` with ``MXREF_NUM_SERVERS=S`` (the parameter
-  server's ranks ``0..S-1`` are servers). Without a hostfile everything stays on loopback
-  (``-launcher fork -iface lo``).
+  server's ranks ``0..S-1`` are servers), each rank under ``mxref.tools.rank_guard``, which names
+  a rank that dies (rank, role, status; ``--no-guard`` leaves it out). Without a hostfile every
+  listener of the job, hydra's own included, binds 127.0.0.1 (``mxref/tools/loopback.py``).
 * ``--engine robust``: starts the collective tracker here and W worker processes itself, with
   ``MXREF_RANK``, ``MXREF_WORLD_SIZE``, ``MXREF_TRACKER_URI/PORT`` and ``MXREF_NUM_ATTEMPT``; a
   worker that exits with an error (or is killed) is restarted, up to ``--max-restarts`` times.
@@ -26,8 +27,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Tuple
+
+from ..kvstore.ps.failure import notice_line, read_notices
+from . import loopback
 
 
 def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -39,6 +44,8 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--max-restarts", type=int, default=3, help="restarts allowed per worker (robust)")
     p.add_argument("--host", default="127.0.0.1",
                    help="interface the robust tracker and workers listen on (default loopback)")
+    p.add_argument("--no-guard", dest="guard", action="store_false",
+                   help="mpi engine: start the ranks bare, not under mxref.tools.rank_guard")
     p.add_argument("--mpiexec", default=None, help="the mpiexec to call (default: next to python, or PATH)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and its arguments")
     args = p.parse_args(argv)
@@ -56,14 +63,34 @@ def mpi_command(args: argparse.Namespace) -> List[str]:
     mpiexec = args.mpiexec or shutil.which("mpiexec", path=os.path.dirname(sys.executable)) \
         or shutil.which("mpiexec") or "mpiexec"
     where = ["-f", args.hostfile, *cluster_plan(args)[0]] if args.hostfile \
-        else ["-launcher", "fork", "-iface", "lo"]
-    return [mpiexec, *where, "-n", str(args.num_workers + args.num_servers), *args.command]
+        else list(loopback.MPIEXEC_FLAGS)
+    guard = [sys.executable, "-m", "mxref.tools.rank_guard", "--"] if args.guard else []
+    return [mpiexec, *where, "-n", str(args.num_workers + args.num_servers), *guard, *args.command]
+
+
+def run_mpi(args: argparse.Namespace) -> int:
+    """mpiexec with every rank under ``rank_guard``: a rank that dies is named (rank, role,
+    status) by its guard, and again here once mpiexec has ended."""
+    env = dict(os.environ, MXREF_NUM_SERVERS=str(args.num_servers))
+    if not args.hostfile:
+        env = loopback.loopback_env(env)
+    else:
+        env.update(cluster_plan(args)[1])
+    with tempfile.TemporaryDirectory(prefix="mxref-job-") as job_dir:
+        env["MXREF_JOB_DIR"] = job_dir
+        code = subprocess.call(mpi_command(args), env=env)
+        for notice in read_notices(job_dir):
+            print(f"[launch] {notice_line(notice)}", file=sys.stderr, flush=True)
+    if code and args.hostfile:
+        print(f"[launch] the job failed (exit {code}); {placement_text(args)}", file=sys.stderr,
+              flush=True)
+    return code
 
 
 def cluster_plan(args: argparse.Namespace) -> Tuple[List[str], Dict[str, str]]:
     """For a hostfile of ``mxref.tools.cluster``'s namespace hosts: the extra mpiexec options and
     environment (none for a hostfile of real machines, which Hydra reaches by ssh)."""
-    from mxref.tools import cluster, hostfile
+    from . import cluster, hostfile
     if not os.path.isfile(args.hostfile):
         return [], {}                  # mpiexec itself says the file is missing
     state = hostfile.read(args.hostfile).cluster()
@@ -72,21 +99,9 @@ def cluster_plan(args: argparse.Namespace) -> Tuple[List[str], Dict[str, str]]:
     return cluster.mpiexec_options(state), cluster.mpi_env(state)
 
 
-def run_mpi(args: argparse.Namespace) -> int:
-    env = dict(os.environ, MXREF_NUM_SERVERS=str(args.num_servers))
-    if not args.hostfile:
-        env.setdefault("FI_TCP_IFACE", "lo")
-    else:
-        env.update(cluster_plan(args)[1])
-    code = subprocess.call(mpi_command(args), env=env)
-    if code and args.hostfile:
-        print(f"[launch] the job failed (exit {code}); {placement_text(args)}", file=sys.stderr, flush=True)
-    return code
-
-
 def placement_text(args: argparse.Namespace) -> str:
     """Which host each MPI rank ran on (servers first), so an error naming a rank names a host."""
-    from mxref.tools import hostfile
+    from . import hostfile
     try:
         hosts = hostfile.read(args.hostfile)
         state = hosts.cluster() or {"hosts": []}
@@ -112,7 +127,7 @@ def robust_placement(args: argparse.Namespace) -> Tuple[str, Placement]:
     address."""
     if not args.hostfile:
         return args.host, lambda rank: ([], {"MXREF_BIND_HOST": args.host})
-    from mxref.tools import hostfile
+    from . import hostfile
     hosts = hostfile.read(args.hostfile)
     state = hosts.cluster()
     if state is None:

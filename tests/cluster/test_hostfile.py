@@ -1,5 +1,6 @@
 """Hostfiles, the launcher's cluster path and the cluster's argument checks: no privileges needed."""
 import json
+import sys
 
 import pytest
 
@@ -37,8 +38,9 @@ def test_a_cluster_hostfile_gives_mpiexec_the_cluster_options(tmp_path):
     state, path = fake_cluster(tmp_path)
     args = launch._parse(["-n", "2", "-s", "1", "--hostfile", path, "--", "python", "x.py"])
     cmd = launch.mpi_command(args)
+    guard = [sys.executable, "-m", "mxref.tools.rank_guard", "--"]
     assert cmd[1:] == ["-f", path, "-launcher", "ssh", "-launcher-exec", state["exec"], "-iface", "mxfake-br",
-                       "-n", "3", "python", "x.py"]
+                       "-n", "3", *guard, "python", "x.py"]
     assert launch.cluster_plan(args)[1] == {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": "mxfake-eth",
                                             "UCX_TLS": "tcp,self", "UCX_NET_DEVICES": "mxfake-eth"}
     assert launch.placement_text(args) == (
@@ -48,7 +50,7 @@ def test_a_cluster_hostfile_gives_mpiexec_the_cluster_options(tmp_path):
     real = tmp_path / "real"
     real.write_text("node1:2\n")
     args = launch._parse(["-n", "2", "--hostfile", str(real), "--", "p"])
-    assert launch.mpi_command(args)[1:] == ["-f", str(real), "-n", "2", "p"]
+    assert launch.mpi_command(args)[1:] == ["-f", str(real), "-n", "2", *guard, "p"]
 
 
 def test_robust_runs_enter_the_hosts_and_refuse_real_machines(tmp_path):

@@ -9,7 +9,8 @@ import pytest
 from mxref import collective
 from mxref.base import MXNetError
 from mxref.collective import codec
-from mxref.collective.robust_engine import _PICKLED, _pickle, _unpickle
+from mxref.collective.codec import PICKLED as _PICKLED
+from mxref.collective.robust_engine import _pickle, _unpickle
 
 
 class Opaque:

@@ -132,3 +132,46 @@ def test_check_agreement_names_the_odd_ranks():
             algorithms.check_agreement(link, "allreduce", ("count",), (5 if link.rank == 2 else 4,))
         return True
     assert all(_run_threads(4, work))
+
+
+class _Opaque:
+    """A class instance: not in the data-only encoding."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __eq__(self, other):
+        return isinstance(other, _Opaque) and other.x == self.x
+
+
+@pytest.mark.parametrize("root_opts_in, others_opt_in", [(False, False), (True, False), (True, True)])
+def test_broadcast_of_an_object_outside_the_data_only_encoding(root_opts_in, others_opt_in):
+    """Without the opt-in the root refuses to pickle and *every* rank raises (nobody hangs);
+    a rank that did not opt in refuses a pickle; with the opt-in everywhere it arrives."""
+    def work(link):
+        allow = root_opts_in if link.rank == 0 else others_opt_in
+        obj = _Opaque(7) if link.rank == 0 else None
+        try:
+            return algorithms.broadcast_object(link, obj, 0, allow_pickle=allow)
+        except Exception as exc:  # noqa: BLE001 - the outcome is what is checked
+            return f"{type(exc).__name__}: {exc}"
+    out = _run_threads(3, work)
+    if not root_opts_in:
+        assert all("cannot carry a" in o and "allow_pickle=True" in o for o in out), out
+    elif not others_opt_in:
+        assert out[0] == _Opaque(7)
+        assert all("a peer sent a pickled object; this rank did not opt in" in o for o in out[1:]), out
+    else:
+        assert out == [_Opaque(7)] * 3
+
+
+def test_broadcast_value_header_is_data_only():
+    """An array's shape/dtype header and a plain object travel in the data-only encoding."""
+    def work(link):
+        arr = np.arange(6.0).reshape(2, 3) if link.rank == 1 else None
+        a = algorithms.broadcast_value(link, arr, 1)
+        cfg = algorithms.broadcast_value(link, {"lr": 0.1, "steps": [1, 2]} if link.rank == 1 else None, 1)
+        return a, cfg
+    for a, cfg in _run_threads(3, work):
+        np.testing.assert_array_equal(a, np.arange(6.0).reshape(2, 3))
+        assert cfg == {"lr": 0.1, "steps": [1, 2]}

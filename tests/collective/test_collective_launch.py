@@ -1,24 +1,23 @@
 """The launcher: mpi runs via mpiexec; robust runs with a tracker, restarts after SIGKILL and mock kills."""
 import json
-import os
-import re
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from mpi_support import loopback_env, run_reporting
 
-from mxref.tools import launch
+from mxref.tools import launch, loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = ROOT / "tests/mpi_programs/collective_robust_prog.py"
 
 
 def launch_run(args, env=None, timeout=120):
-    full_env = dict(os.environ, PYTHONPATH=str(ROOT), FI_TCP_IFACE="lo", **(env or {}))
-    return subprocess.run([sys.executable, "-m", "mxref.tools.launch", *args], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    """The launcher as a user runs it; ``proc.reports`` holds every rank's report lines, read from
+    the ranks' own files (``run_reporting``), never from the launcher's merged stdout."""
+    return run_reporting([sys.executable, "-m", "mxref.tools.launch", *args], timeout=timeout,
+                         env=loopback_env(**(env or {})))
 
 
 def expected(world, iters=4):
@@ -32,7 +31,7 @@ def expected(world, iters=4):
 
 def check_results(proc, world):
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [json.loads(m) for m in re.findall(r'\{"rank".*?\}', proc.stdout)]
+    lines = [json.loads(line) for line in proc.reports.splitlines()]
     assert sorted(d["rank"] for d in lines) == list(range(world)), proc.stdout + proc.stderr
     for d in lines:
         assert d["model"] == expected(world) and d["version"] == 4 and d["world"] == world
@@ -67,9 +66,12 @@ def test_mpi_runs_call_mpiexec_with_the_server_count(tmp_path):
     """An mpi launch runs W+S processes on loopback with MXREF_NUM_SERVERS=S."""
     args = launch._parse(["-n", "2", "-s", "1", "--", "python", "x.py"])
     cmd = launch.mpi_command(args)
-    assert cmd[1:] == ["-launcher", "fork", "-iface", "lo", "-n", "3", "python", "x.py"]
+    guard = [sys.executable, "-m", "mxref.tools.rank_guard", "--"]
+    assert cmd[1:] == [*loopback.MPIEXEC_FLAGS, "-n", "3", *guard, "python", "x.py"]
     hostfile = launch.mpi_command(launch._parse(["-n", "4", "--hostfile", "hosts", "--", "p"]))
-    assert hostfile[1:] == ["-f", "hosts", "-n", "4", "p"]
+    assert hostfile[1:] == ["-f", "hosts", "-n", "4", *guard, "p"]
+    bare = launch.mpi_command(launch._parse(["-n", "1", "--no-guard", "--", "p"]))
+    assert bare[-3:] == ["-n", "1", "p"]
     try:
         import mpi4py  # noqa: F401
     except ImportError:

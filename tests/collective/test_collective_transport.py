@@ -37,7 +37,10 @@ def test_rendezvous_then_ring_and_tree_over_tcp(tracker):
 
 def test_a_closed_peer_is_a_link_error_and_everyone_rejoins(tracker):
     """When rank 2 drops its sockets, the others' receive raises LinkError; a rejoin opens epoch 2."""
+    meshed = threading.Barrier(3, timeout=30)   # every mesh of epoch 1 is complete before the drop
+
     def work(link):
+        meshed.wait()
         if link.rank == 2:
             link._drop()
         else:
@@ -63,3 +66,51 @@ def test_tracker_prints_and_missing_environment_is_explained(tracker, monkeypatc
     monkeypatch.delenv("MXREF_TRACKER_URI", raising=False)
     with pytest.raises(MXNetError, match="needs MXREF_TRACKER_URI.*mxref.tools.launch --engine robust"):
         SocketLink.from_env()
+
+
+@pytest.mark.timeout(60)
+def test_a_rank_that_dies_while_the_mesh_is_built_does_not_stall_the_others(tracker):
+    """Rank 2 joins epoch 1 and dies before connecting to anyone; ranks 0 and 1 wait to accept it.
+    Its restarted process joins again: the tracker aborts epoch 1 on the open join connections,
+    so 0 and 1 rejoin at once (connect_timeout is 300 s: waiting it out would hit the hard
+    timeout) and everyone meets in epoch 2."""
+    world, outcome = 3, {}
+    ghost = SocketLink((tracker.host, tracker.port), 2, world, timeout=20, secret=tracker.secret,
+                       connect_timeout=300)
+    ghost_joined = threading.Event()
+
+    def dying_rank():
+        reply = ghost._ask_tracker({"cmd": "join", "rank": 2, "addr": ghost.addr, "finishing": False},
+                                   wait=True)
+        outcome["ghost epoch"] = reply["epoch"]
+        ghost_joined.set()          # ... and never connects: it "died" here
+
+    def live_rank(rank):
+        link = SocketLink((tracker.host, tracker.port), rank, world, timeout=20, secret=tracker.secret,
+                          connect_timeout=300)
+        try:
+            link.reconnect()
+            outcome[rank] = (link.epoch, *ring_result(link))
+        finally:
+            link._drop()
+            link.listener.close()
+
+    def restarted_rank():
+        ghost_joined.wait(30)
+        ghost.listener.close()
+        live_rank(2)
+
+    def ring_result(link):
+        x = np.full(1 << 12, link.rank + 1.0)
+        algorithms.ring_allreduce(link, x, reducer(SUM, x.dtype))
+        return float(x.min()), float(x.max())
+
+    threads = [threading.Thread(target=f, args=a) for f, a in
+               [(live_rank, (0,)), (live_rank, (1,)), (dying_rank, ()), (restarted_rank, ())]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(50)
+    assert not any(t.is_alive() for t in threads), outcome
+    assert outcome["ghost epoch"] == 1
+    assert outcome[0] == outcome[1] == outcome[2] == (2, 6.0, 6.0), outcome

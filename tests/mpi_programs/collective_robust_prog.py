@@ -1,13 +1,15 @@
 """A robust-engine job for the launcher tests; ``KILL_AT=rank,iteration`` SIGKILLs that rank once.
 
     python -m mxref.tools.launch -n 3 --engine robust -- python tests/mpi_programs/collective_robust_prog.py
-Each rank prints one JSON line with its final model, local model and version.
+Each rank reports one JSON line with its final model, local model and version (``report.py``:
+its own file under ``MXREF_TEST_REPORT_DIR``, and stdout).
 """
 import json
 import os
 import signal
 
 import numpy as np
+from report import report
 
 from mxref import collective as rabit
 
@@ -33,7 +35,7 @@ def main():
         rabit.checkpoint(model, local)
     line = json.dumps({"rank": rank, "model": model.tolist(), "local": local,
                        "version": rabit.version_number(), "world": world})
-    os.write(1, (line + "\n").encode())    # one write, so ranks' lines do not interleave
+    report(line)
     rabit.finalize()
 
 

@@ -7,7 +7,7 @@ others live on, and the server's round timeout names the dead worker instead.
 """
 import os
 
-from report import report
+from report import report, stamp_death
 
 import mxref as mx
 from mxref import kvstore
@@ -21,6 +21,7 @@ def main():
     for t in range(50):
         if r == n - 1 and t == 2:
             report(f"worker {r}: exiting abruptly")
+            stamp_death()
             os._exit(3)
         kv.push(0, mx.nd.ones((8,)))
         kv.pull(0, out=out)

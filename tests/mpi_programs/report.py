@@ -6,6 +6,7 @@ under mpiexec, ``MXREF_RANK`` under the robust launcher), which the tests read i
 (``tests/mpi_support.py::run_reporting``). Without that variable only stdout gets the line.
 """
 import os
+import time
 from pathlib import Path
 
 
@@ -18,3 +19,11 @@ def report(*parts) -> None:
     if folder and rank is not None:
         with open(Path(folder) / f"rank{rank}", "a") as f:
             f.write(line + "\n")
+
+
+def stamp_death() -> None:
+    """Write ``time.time()`` to ``$MXREF_DEATH_STAMP`` (if set) just before a rank leaves on
+    purpose, so ``benchmarks/ps_failure_times.py`` can measure how long the others take to end."""
+    path = os.environ.get("MXREF_DEATH_STAMP")
+    if path:
+        Path(path).write_text(repr(time.time()))

@@ -7,6 +7,8 @@ to the thread with ``bind_runtime``. ``runtime()`` returns the calling worker's.
 from __future__ import annotations
 
 import atexit
+import os
+import socket
 import sys
 import threading
 from typing import TYPE_CHECKING, List, Optional
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, List, Optional
 from ... import engine as _engine
 from ...base import MXNetError
 from .comm import Cmd, Comm
+from .failure import watch_for_failures
 from .roles import Roles, assign_roles
 from .server import run_server
 
@@ -90,6 +93,9 @@ class MPIRuntime(Runtime):
         # Our own communicator, so our tags never meet the collective module's or the user's.
         self.mpi_comm = world.Dup()
         super().__init__(roles, MPILink(self.mpi_comm))
+        # Under -disable-auto-cleanup hydra lets the survivors of a dead rank live: name it.
+        peers = self.mpi_comm.allgather((socket.gethostname(), os.getpid()))
+        watch_for_failures(roles, peers)
 
     def start_worker(self) -> Comm:
         if self.comm is None:
