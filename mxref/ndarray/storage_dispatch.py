@@ -93,6 +93,9 @@ def _fallback(op, params, inputs, outs, ctx, in_stypes):
     dense_in = [cast_storage(x, "default") if x._sparse else x for x in inputs]
     dense_out = None if outs is None or any(o._sparse for o in outs) else outs
     results = imperative.invoke(op, None, params, dense_in, dense_out, ctx)
+    for i in op.mutate_inputs(params):
+        if inputs[i]._sparse:           # a state the dense kernel updated in its dense copy
+            dense_in[i].copyto(inputs[i])
     if outs is not None and dense_out is None:
         for r, o in zip(results, outs):
             r.copyto(o)
@@ -129,6 +132,9 @@ def _run_sparse(op, params, inputs, outs, ctx, out_stypes):
         ins = [x._value() if x._sparse else x._data() for x in inputs]
         vals = [o._value() if o._sparse else o._data() for o in outputs]
         kernel(OpContext(is_train, ctx, resources, run_ctx), params, ins, vals, req)
+        for i in op.mutate_inputs(params):      # sparse states the kernel updated (optimizers)
+            if inputs[i]._sparse and inputs[i] is not outputs[0]:
+                inputs[i]._store(ins[i])
         for o, v in zip(outputs, vals):
             if o._sparse:
                 if isinstance(v, RowSparse) and o.stype != "row_sparse":
