@@ -312,6 +312,8 @@ class Parameter:
     def _load_init(self, data: NDArray, ctx=None, cast_dtype: bool = False,
                    dtype_source: str = "current") -> None:
         """Take ``data`` (loaded from a file) as this parameter's value, initializing it if needed."""
+        if data.stype != self._stype:
+            data = data.tostype(self._stype)     # a sparse file value for a dense parameter, or back
         if self.shape:
             unknown_ok = all(j in (0, -1, i) for i, j in zip(data.shape, self.shape))
             if len(self.shape) != len(data.shape) or not unknown_ok:
