@@ -174,35 +174,55 @@ def _backward_storage(params, in_stypes):
     ta, tb = params["transpose_a"], params["transpose_b"]
     if tb or g == "csr":
         return None
-    if lhs == "csr" and rhs == "default" and g in ("default", "row_sparse"):
+    if lhs == "csr" and rhs in ("default", "row_sparse") and g in ("default", "row_sparse") \
+            and not (ta and rhs == "row_sparse"):
         return ["csr", "default" if ta else "row_sparse"]
     if lhs == "default" and rhs == "csr" and g == "default" and not ta:
         return ["default", "csr"]
     return None
 
 
+def _rows_at(rhs, ids: np.ndarray) -> np.ndarray:
+    """``dense(rhs)[ids]`` as a matrix, for a dense or row_sparse ``rhs``."""
+    if isinstance(rhs, RowSparse):
+        from .indexing import gather_rows  # noqa: PLC0415 - sibling module, imported late
+        return gather_rows(rhs, ids).reshape(ids.size, -1)
+    return rhs.reshape(rhs.shape[0], -1)[ids]
+
+
+def _set_csr_like(out, pattern: CSR, vals: np.ndarray) -> None:
+    out.data, out.indices, out.indptr = vals.astype(pattern.data.dtype), np.copy(pattern.indices), \
+        np.copy(pattern.indptr)
+
+
 def _backward_ex(octx, params, inputs, outputs, req):
     g, lhs, rhs = inputs
     dl, dr = outputs
     if isinstance(lhs, CSR):
-        b = rhs.reshape(rhs.shape[0], -1)
+        n = int(np.prod(rhs.shape[1:], dtype=np.int64)) if len(rhs.shape) > 1 else 1
         if params["transpose_a"]:         # C = Aᵀ B: dB = A dC, dA[i, k] = B[i] · dC[k]
-            gd = _rows_of(g, lhs.shape[1], b.shape[1])
-            assign(dr, req[1], _csr_dns(lhs, gd).reshape(dr.shape))
-            vals = sampled(lhs, b, gd)
-        else:                             # C = A B: dB = Aᵀ dC, dA[i, k] = dC[i] · B[k]
-            gd = _rows_of(g, lhs.shape[0], b.shape[1])
+            b = rhs.reshape(rhs.shape[0], -1)
+            gd = _rows_of(g, lhs.shape[1], n)
+            if req[1] != "null":
+                assign(dr, req[1], _csr_dns(lhs, np.ascontiguousarray(gd)).reshape(dr.shape))
+            if req[0] != "null":
+                _set_csr_like(dl, lhs, sampled(lhs, b, gd))
+            return
+        gd = _rows_of(g, lhs.shape[0], n)   # C = A B: dB = Aᵀ dC, dA[i, k] = dC[i] · B[k]
+        if req[1] != "null":
             _set(dr, _csrt_dns(lhs, np.ascontiguousarray(gd)))
-            vals = sampled(lhs, gd, b)
-        dl.data, dl.indices = vals.astype(lhs.data.dtype), np.copy(lhs.indices)
-        dl.indptr = np.copy(lhs.indptr)
+        if req[0] != "null":
+            vals = np.einsum("ij,ij->i", gd[lhs.row_ids()], _rows_at(rhs, lhs.indices)) \
+                if lhs.data.size else np.zeros(0, gd.dtype)
+            _set_csr_like(dl, lhs, vals)
         return
     # C = D A (A csr): dD = dC Aᵀ = (A dCᵀ)ᵀ, dA[k, n] = D[:, k] · dC[:, n]
     d = lhs.reshape(-1, lhs.shape[-1])
     gm = g.reshape(d.shape[0], -1)
-    assign(dl, req[0], _csr_dns(rhs, np.ascontiguousarray(gm.T)).T.reshape(dl.shape))
-    vals = sampled(rhs, np.ascontiguousarray(d.T), np.ascontiguousarray(gm.T))
-    dr.data, dr.indices, dr.indptr = vals.astype(rhs.data.dtype), np.copy(rhs.indices), np.copy(rhs.indptr)
+    if req[0] != "null":
+        assign(dl, req[0], _csr_dns(rhs, np.ascontiguousarray(gm.T)).T.reshape(dl.shape))
+    if req[1] != "null":
+        _set_csr_like(dr, rhs, sampled(rhs, np.ascontiguousarray(d.T), np.ascontiguousarray(gm.T)))
 
 
 register_storage("_backward_dot", _backward_storage, _backward_ex)
