@@ -281,6 +281,9 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
     """A ``NodeOp`` for every operator node, in execution order."""
     idx = plan.idx
     ops = []
+    stypes = plan.graph.attrs["storage_type"]
+    # Sparse entries are outside the memory plan, which marks the unread ones: do it here.
+    read = {idx.entry_id(e) for n in idx.nodes for e in n.inputs} | set(idx.output_entry_ids())
     for nid, node in enumerate(idx.nodes):
         if node.is_variable:
             continue
@@ -301,6 +304,8 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         mutable += [r.var for r in resources]
         mset = set(map(id, mutable))
         reqs = _reqs(plan, nid, add_eids)
+        reqs = ["null" if stypes[e] != "default" and e not in read and r == "write" else r
+                for e, r in zip(out_eids, reqs)]
         const = [v for v in dict.fromkeys(a._chunk.var for a in in_arrs) if id(v) not in mset]
         # An 'add' output reads its old value: listed as read too, so a gradient that carries an
         # engine error keeps it instead of being overwritten (the engine dedups the pair).
@@ -313,7 +318,6 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         else:   # sparse entries: the kernel takes the arrays and reads their components at run time
             if mode == "fallback":
                 fallback_log(op.name, [a.stype for a in in_arrs], [a.stype for a in out_arrs])
-            stypes = plan.graph.attrs["storage_type"]
             kernel = node_kernel(op, "fallback" if mode != "fcompute_ex" else mode,
                                  [stypes[e] for e in in_eids], [stypes[e] for e in out_eids],
                                  get_kernel(op, ctx.device_type))

@@ -66,6 +66,9 @@ def sampled(a: CSR, left: np.ndarray, right: np.ndarray) -> np.ndarray:
 def csr_rsp(a: CSR, b: RowSparse) -> np.ndarray:
     """``a @ b`` for a row_sparse ``b``: entries whose column is not a stored row of ``b`` add 0."""
     rows = b.data.reshape(b.data.shape[0], -1)
+    from .indexing import holds_all_rows  # noqa: PLC0415 - sibling module, imported late
+    if holds_all_rows(b):      # a weight holding every row: a dense product
+        return _csr_dns(a, np.ascontiguousarray(rows))
     pos = np.searchsorted(b.indices, a.indices)
     hit = pos < b.indices.size
     hit[hit] = b.indices[pos[hit]] == a.indices[hit]

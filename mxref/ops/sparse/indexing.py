@@ -18,9 +18,17 @@ from ..registry import assign
 from .base import CSR, IDX, RowSparse, register_storage
 
 
+def holds_all_rows(w: RowSparse) -> bool:
+    """Whether ``w`` stores every row (its sorted unique ids are then ``0..n-1``)."""
+    n = w.shape[0]
+    return w.indices.size == n and (n == 0 or int(w.indices[-1]) == n - 1)
+
+
 def gather_rows(w: RowSparse, ids: np.ndarray) -> np.ndarray:
     """``dense(w)[ids]`` without making ``w`` dense: missing rows read as zeros."""
     flat = ids.reshape(-1)
+    if holds_all_rows(w):      # a weight: row i is data[i], no search needed
+        return w.data[flat].reshape(tuple(ids.shape) + tuple(w.shape[1:]))
     pos = np.searchsorted(w.indices, flat)
     hit = pos < w.indices.size
     hit[hit] = w.indices[pos[hit]] == flat[hit]
@@ -129,4 +137,4 @@ def _where_ex(octx, params, inputs, outputs, req):
 
 register_storage("where", _where_storage, _where_ex)
 
-__all__ = ["gather_rows", "scatter_rows", "CSR"]
+__all__ = ["gather_rows", "scatter_rows", "holds_all_rows", "CSR"]
