@@ -138,7 +138,8 @@ def main() -> None:
         print(f"{name:<8} median {np.median(r['rates']):>9.0f}  ({rates})  log-loss after "
               f"{r['steps']} steps {r['logloss']:.4f}  weight grad {r['grad_stype']}")
     if len(results) == 2:
-        print(f"mxref / MXNet: {np.median(results['mxref']['rates']) / np.median(results['mxnet']['rates']):.2f}x")
+        ratio = np.median(results["mxref"]["rates"]) / np.median(results["mxnet"]["rates"])
+        print(f"mxref / MXNet: {ratio:.2f}x")
 
 
 if __name__ == "__main__":
