@@ -252,3 +252,19 @@ def test_plain_and_tuned_dispatch_agree():
     assert results[0][0] == results[1][0] and results[0][2] == results[1][2] == "row_sparse"
     np.testing.assert_array_equal(results[0][1], results[1][1])
     np.testing.assert_array_equal(results[0][3], results[1][3])
+
+
+def test_unique_columns_fast_and_reference_agree():
+    """The mark-and-scan unique of the csrᵀ·dense fast path is np.unique with return_inverse, and
+    leaves its work array ready (all -1) for the next call."""
+    rng = np.random.default_rng(16)
+    for n, k in ((0, 10), (50, 10), (300, 100000)):
+        ids = rng.integers(0, k, n).astype(np.int64)
+        cols, slot = sparse_dot.unique_columns(ids, k)
+        want_cols, want_slot = np.unique(ids, return_inverse=True)
+        assert cols.tolist() == want_cols.tolist() and slot.tolist() == want_slot.reshape(-1).tolist()
+        with _ext.reference_kernels():
+            rc, rs = sparse_dot.unique_columns(ids, k)
+        assert rc.tolist() == want_cols.tolist() and rs.tolist() == want_slot.reshape(-1).tolist()
+    for work in sparse_dot._work.values():
+        assert (work == -1).all()

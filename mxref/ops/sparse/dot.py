@@ -16,6 +16,8 @@ float32/float64 csr·dense and csrᵀ·dense, chosen unless the switch says refe
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..._ext import loader as _loader
@@ -104,12 +106,35 @@ def _csr_dns(a, b):
     return csr_dns(a, b)
 
 
+_work: dict = {}                 # ncols -> an int32 array of -1s, lent to one caller at a time
+_work_lock = threading.Lock()
+
+
+def unique_columns(indices: np.ndarray, ncols: int):
+    """``np.unique(indices, return_inverse=True)`` (sorted distinct column ids and each entry's
+    place among them); with the fast loops and not too many columns, by one pass over a mark per
+    column instead of a sort."""
+    if _fast is None or _switch.reference_only() or ncols > max(1 << 24, 64 * indices.size):
+        cols, slot = np.unique(indices, return_inverse=True)
+        return cols, slot.reshape(-1)
+    with _work_lock:
+        work = _work.pop(ncols, None)
+    if work is None:
+        work = np.full(ncols, -1, np.int32)
+    cols = np.empty(indices.size, IDX)
+    slot = np.empty(indices.size, IDX)
+    k = _fast.unique_columns(indices, work, cols, slot)
+    with _work_lock:
+        _work[ncols] = work          # all -1 again: ready for the next call
+    return cols[:k], slot
+
+
 def _csrt_dns(a, b):
     if _use_fast(a, b) and a.data.size:
-        cols, slot = np.unique(a.indices, return_inverse=True)
+        cols, slot = unique_columns(a.indices, a.shape[1])
         rows = np.zeros((cols.size, b.shape[1]), b.dtype)
         # One thread: two ranges of rows may add into the same result row.
-        _fast.csrt_dns_scatter(a.data, slot.astype(IDX).reshape(-1), a.indptr, b, rows, 0, a.shape[0])
+        _fast.csrt_dns_scatter(a.data, slot, a.indptr, b, rows, 0, a.shape[0])
         return RowSparse(rows, cols.astype(IDX), (a.shape[1], b.shape[1]))
     return csrt_dns(a, b)
 

@@ -13,11 +13,17 @@ kernel of each op does the arithmetic on the gathered rows, so the two cannot dr
 Weights and states may be dense or row_sparse; a row_sparse one is first made to hold every row
 (MXNet requires it), after which the rows update in place. ``_sparse_adagrad_update`` is MXNet's
 name for AdaGrad with a row_sparse gradient (``mx.nd.sparse.adagrad_update``).
+
+Fast path: the lazy ``sgd_update`` on float32/float64 runs ``sgd_rows`` of
+``mxref/_ext/sparse_kernels.pyx`` (in place, the dense C loop's operations) unless the switch says
+reference only; ``tests/sparse/test_sparse_optimizers.py`` compares the two.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..._ext import loader as _loader
+from ..._ext import switch as _switch
 from .. import optimizer  # noqa: F401 - registers the update operators first
 from ..optimizer.adaptive import _adagrad
 from ..optimizer.common import update_op
@@ -42,6 +48,20 @@ def _all_rows(x) -> np.ndarray:
     return x.data
 
 
+# The fast path of the lazy sgd_update: one C loop over the touched rows, in place, with the
+# operations of the dense C loop (so the bits of the numpy step on the gathered rows).
+_fast = _loader.load("sparse_kernels")
+
+
+def _rows_loop_takes(out: np.ndarray, grad: RowSparse) -> bool:
+    return (_fast is not None and not _switch.reference_only() and out.dtype in _FLOATS
+            and grad.data.dtype == out.dtype and out.flags.c_contiguous and out.ndim >= 1
+            and grad.data.flags.c_contiguous)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _update_storage(params, in_stypes):
     kinds = set(in_stypes)
     if not kinds <= {"default", "row_sparse"}:
@@ -62,6 +82,10 @@ def _lazy_for(name: str):
             return
         rows = grad.indices
         if not rows.size:
+            return
+        if name == "sgd_update" and _rows_loop_takes(out, grad):
+            _fast.sgd_rows(out.reshape(out.shape[0], -1), grad.data.reshape(rows.size, -1), rows,
+                           params["lr"], params["wd"], params["rescale_grad"], params["clip_gradient"])
             return
         w_rows, s_rows = w[rows], [s[rows] for s in states]
         new = np.empty_like(w_rows)
