@@ -136,7 +136,8 @@ class BaseSparseNDArray(NDArray):
         src = self
 
         def copy(run_ctx):
-            target._store(src._wrap([np.copy(f) for f in src._fields(src._value())]))
+            # _store copies every field that is not already the target's own memory.
+            target._store(src._value())
 
         _engine.get().push_sync(copy, target._chunk.ctx, (src._chunk.var,), (target._chunk.var,),
                                 name="_copyto")
@@ -156,7 +157,7 @@ class BaseSparseNDArray(NDArray):
 
         def cast(run_ctx):
             fields = src._fields(src._value())
-            target._store(src._wrap([fields[0].astype(dt)] + [np.copy(f) for f in fields[1:]]))
+            target._store(src._wrap([fields[0].astype(dt)] + fields[1:]))
 
         _engine.get().push_sync(cast, self.context, (self._chunk.var,), (target._chunk.var,), name="Cast")
         return target
