@@ -95,3 +95,22 @@ def sgd_rows(floating[:, ::1] w, const floating[:, ::1] grad, const int64_t[::1]
                         g = -clip
                 g = g * f_lr
                 w[r, j] = w[r, j] * decay - g
+
+
+def csrt_dns_scatter_slots(const floating[::1] data, const int64_t[::1] slot, const int64_t[::1] indptr,
+                           const floating[:, ::1] b, floating[:, ::1] rows, Py_ssize_t lo, Py_ssize_t hi):
+    """``csrt_dns_scatter`` over every entry, writing only result rows ``lo <= slot < hi``: threads
+    given disjoint slot ranges never write the same row, and each row still sums in entry order."""
+    cdef Py_ssize_t i, e, j, n = b.shape[1], m = indptr.shape[0] - 1
+    cdef int64_t s
+    cdef floating v, p
+    with nogil:
+        for i in range(m):
+            for e in range(indptr[i], indptr[i + 1]):
+                s = slot[e]
+                if s < lo or s >= hi:
+                    continue
+                v = data[e]
+                for j in range(n):
+                    p = v * b[i, j]
+                    rows[s, j] = rows[s, j] + p

@@ -75,11 +75,16 @@ def test_dot_dense_csr_and_csr_row_sparse(dtype):
     _close(out.asnumpy(), a @ w, dtype)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_dot_fast_loops_match_the_numpy_reference(dtype):
-    """The Cython csr·dense and csrᵀ·dense loops agree with the numpy kernels (same sums)."""
+def test_dot_fast_loops_match_the_numpy_reference(dtype, threads, monkeypatch):
+    """The Cython csr·dense and csrᵀ·dense loops (one thread, or split over two) agree with the
+    numpy kernels."""
     if sparse_dot._fast is None:
         pytest.skip("mxref._ext.sparse_kernels is not built")
+    from mxref.ops import parallel
+    monkeypatch.setattr(parallel, "NUM_THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 16)
     rng = np.random.default_rng(7)
     m, k, n = 40, 300, 16
     rows = [np.sort(rng.choice(k, size=rng.integers(0, 12), replace=False)) for _ in range(m)]

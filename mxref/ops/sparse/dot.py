@@ -22,7 +22,10 @@ import numpy as np
 
 from ..._ext import loader as _loader
 from ..._ext import switch as _switch
-from .. import linalg  # noqa: F401 - registers 'dot' / '_backward_dot' first
+from .. import (
+    linalg,  # noqa: F401 - registers 'dot' / '_backward_dot' first
+    parallel,
+)
 from ..parallel import parallel_for
 from ..registry import assign
 from .base import CSR, IDX, RowSparse, fromdense, register_storage, todense
@@ -133,8 +136,14 @@ def _csrt_dns(a, b):
     if _use_fast(a, b) and a.data.size:
         cols, slot = unique_columns(a.indices, a.shape[1])
         rows = np.zeros((cols.size, b.shape[1]), b.dtype)
-        # One thread: two ranges of rows may add into the same result row.
-        _fast.csrt_dns_scatter(a.data, slot, a.indptr, b, rows, 0, a.shape[0])
+        # Threads take disjoint ranges of result rows (two ranges of csr rows could both add
+        # into one result row); each scans the entries and adds only into its own rows.
+        if parallel.NUM_THREADS > 1 and a.data.size * b.shape[1] >= 2 * parallel.MIN_WORK_PER_THREAD:
+            per_row = max(1, a.data.size * b.shape[1] // cols.size)
+            parallel_for(cols.size, lambda lo, hi: _fast.csrt_dns_scatter_slots(
+                a.data, slot, a.indptr, b, rows, lo, hi), work_per_item=per_row)
+        else:
+            _fast.csrt_dns_scatter(a.data, slot, a.indptr, b, rows, 0, a.shape[0])
         return RowSparse(rows, cols.astype(IDX), (a.shape[1], b.shape[1]))
     return csrt_dns(a, b)
 
