@@ -16,8 +16,6 @@ float32/float64 csr·dense and csrᵀ·dense, chosen unless the switch says refe
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from ..._ext import loader as _loader
@@ -109,26 +107,16 @@ def _csr_dns(a, b):
     return csr_dns(a, b)
 
 
-_work: dict = {}                 # ncols -> an int32 array of -1s, lent to one caller at a time
-_work_lock = threading.Lock()
-
-
 def unique_columns(indices: np.ndarray, ncols: int):
     """``np.unique(indices, return_inverse=True)`` (sorted distinct column ids and each entry's
-    place among them); with the fast loops and not too many columns, by one pass over a mark per
-    column instead of a sort."""
-    if _fast is None or _switch.reference_only() or ncols > max(1 << 24, 64 * indices.size):
+    place among them); with the fast loops, by a radix sort of the entries (no sort of a
+    comparison kind, and nothing the size of the column count)."""
+    if _fast is None or _switch.reference_only():
         cols, slot = np.unique(indices, return_inverse=True)
         return cols, slot.reshape(-1)
-    with _work_lock:
-        work = _work.pop(ncols, None)
-    if work is None:
-        work = np.full(ncols, -1, np.int32)
-    cols = np.empty(indices.size, IDX)
-    slot = np.empty(indices.size, IDX)
-    k = _fast.unique_columns(indices, work, cols, slot)
-    with _work_lock:
-        _work[ncols] = work          # all -1 again: ready for the next call
+    n = indices.size
+    cols, slot = np.empty(n, IDX), np.empty(n, IDX)
+    k = _fast.unique_columns(indices, ncols, cols, slot, np.empty(n, IDX), np.empty(n, IDX))
     return cols[:k], slot
 
 
