@@ -153,7 +153,8 @@ def test_hybridized_block_with_a_csr_input():
         for _ in range(2):       # the second call runs the cached graph
             with autograd.record():
                 y = net(mx.nd.array(d).tostype("csr"))
-            (y * y).sum().backward()
+                loss = (y * y).sum()
+            loss.backward()
         results.append((y.asnumpy(), net.w.grad().asnumpy()))
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)
