@@ -39,6 +39,7 @@ __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", 
            "zeros", "empty", "array", "cast_storage", "retain", "new_sparse"]
 
 _FLOAT32 = np.dtype(np.float32)
+_HOST = ("cpu", "cpu_pinned", "cpu_shared")
 
 
 class _State:
@@ -285,6 +286,10 @@ def new_sparse(stype: str, shape, ctx: Context, dtype) -> BaseSparseNDArray:
         raise MXNetError(f"unknown sparse storage type {stype!r} (expected 'csr' or 'row_sparse')")
     if stype == "csr" and len(shape) != 2:
         raise MXNetError(f"csr arrays are 2-D, got shape {tuple(shape)}")
+    if ctx.device_type not in _HOST:
+        # NOTE: the sparse kernels are numpy ones; on a GPU they would silently run on the host.
+        raise MXNetError(f"{stype} arrays live on the CPU only; got context {ctx} "
+                         "(cast_storage to 'default' first to move the values to a GPU)")
     return cls(ctx, tuple(int(d) for d in shape), np.dtype(dtype))
 
 

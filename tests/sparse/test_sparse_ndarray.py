@@ -218,3 +218,12 @@ def test_sparse_writes_are_ordered_by_the_engine(any_engine):
         c.copyto(dense)                        # reads c after that write
     np.testing.assert_array_equal(dense.asnumpy(), np.eye(50, 40, k=4))
     assert c.data.shape == (36,)
+
+
+def test_sparse_arrays_refuse_a_gpu_context():
+    """The sparse kernels run on the host: a sparse array on a GPU context is a clear error."""
+    r = mx.nd.sparse.zeros("row_sparse", (3, 2))
+    with pytest.raises(MXNetError, match="CPU only"):
+        r.copyto(mx.gpu(0))
+    with pytest.raises(MXNetError, match="CPU only"):
+        mx.nd.sparse.zeros("csr", (2, 2), ctx=mx.gpu(0))
