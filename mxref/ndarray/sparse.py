@@ -163,7 +163,7 @@ class BaseSparseNDArray(NDArray):
         return target
 
     def __setitem__(self, key, value) -> None:
-        """Only ``a[:] = value`` (an NDArray of any stype, a numpy array or a scalar 0), as MXNet."""
+        """Only ``a[:] = value`` (an NDArray of any stype, a numpy array or a number), as MXNet."""
         if not (isinstance(key, slice) and key == slice(None)):
             raise MXNetError(f"{type(self).__name__} supports assignment to [:] only, got {key!r}")
         if isinstance(value, NDArray):
@@ -172,9 +172,12 @@ class BaseSparseNDArray(NDArray):
             _from_numpy(value.astype(self._dtype), self.context).copyto(self)
         elif np.isscalar(value) and value == 0:
             zeros(self.stype, self._shape, self.context, self._dtype).copyto(self)
+        elif isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            # A nonzero fill stores every entry (every row): as dense, then cast.
+            _from_numpy(np.full(self._shape, value, self._dtype), self.context).copyto(self)
         else:
             raise MXNetError(f"{type(self).__name__}[:] = value: value must be an NDArray, a numpy "
-                             f"array or 0, got {type(value).__name__}")
+                             f"array or a number, got {type(value).__name__}")
 
     def __iter__(self):
         raise MXNetError(f"{type(self).__name__} does not support iteration")

@@ -126,7 +126,9 @@ def test_module_trains_a_row_sparse_weight_like_the_dense_one():
             data = mx.nd.array(d).tostype("csr") if sparse else mx.nd.array(d)
             mod.forward_backward(mx.io.DataBatch([data], [mx.nd.array(y)]))
             mod.update()
-        weights[sparse] = mod.get_params()[0]["weight"].asnumpy()
+        arg_params = mod.get_params()[0]
+        assert arg_params["weight"].stype == ("row_sparse" if sparse else "default")
+        weights[sparse] = arg_params["weight"].asnumpy()
     assert np.any(weights[True] != 0.01)
     np.testing.assert_allclose(weights[True], weights[False], rtol=1e-5, atol=1e-7)
 

@@ -133,8 +133,13 @@ def test_setitem_full_slice_and_astype():
     assert d.dtype == np.float64 and d.stype == "csr" and d.indices.dtype == np.int64
     c[:] = 0
     assert c.data.shape == (0,)
+    r = mx.nd.sparse.zeros("row_sparse", (3, 2))
+    r[:] = 1.5
+    assert r.indices.asnumpy().tolist() == [0, 1, 2] and r.asnumpy().sum() == 9
     with pytest.raises(MXNetError, match=r"\[:\] only"):
         c[0:1] = 1
+    with pytest.raises(MXNetError, match="a number"):
+        c[:] = "x"
 
 
 def test_components_are_snapshots_of_a_rewritten_array():
