@@ -171,10 +171,15 @@ class _Saved:
 def _alias(x: NDArray) -> NDArray:
     """Another handle on ``x``'s memory without its graph entry (an array saved by a node must not
     point back at the node, or the two would keep each other alive): ``x.detach()``."""
+    if x._sparse:
+        return x.detach()      # a sparse array's handle shares its components too
     return NDArray(x._chunk, x._shape, x._dtype, x._offset)
 
 
 def _spec(x: NDArray) -> tuple:
+    """``(shape, dtype, ctx)`` of a value not kept; a sparse one adds its stype."""
+    if x._sparse:
+        return (x._shape, x._dtype, x._chunk.ctx, x.stype)
     return (x._shape, x._dtype, x._chunk.ctx)
 
 
@@ -352,8 +357,8 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
         values[slot] = _with_entry(v, NodeEntry(n, k, 0) if is_output else n.inputs[k]) if create_graph else v
     for slot, pos, k in plan.ghosts:
         # a value the backward op reads only for its shape (``ignore_inputs``): no memory
-        shape, dtype, ctx = topo[pos].extra["ag"].outs[k]
-        values[slot] = _memoryless(shape, ctx, dtype)
+        spec = topo[pos].extra["ag"].outs[k]
+        values[slot] = _memoryless(spec[0], spec[2], spec[1], *spec[3:])
     functions = {s.function: (topo[s.function].extra["function"], topo[s.function].extra["input_shapes"])
                  for s in plan.steps if s.function is not None}
     xs = [topo[i] for i in plan.xs]

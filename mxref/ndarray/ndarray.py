@@ -39,6 +39,9 @@ class NDArray:
     __slots__ = ("_chunk", "_shape", "_dtype", "_offset", "_np", "_ag", "_grad", "__weakref__")
     # Keep numpy from treating NDArray as a sequence in mixed expressions (``np_array + nd``).
     __array_priority__ = 1000.0
+    # Sparse arrays (``sparse.py``) set this: ``invoke`` checks it to route them to the storage
+    # dispatch, a class attribute so the dense path pays one attribute read per input.
+    _sparse = False
 
     def __init__(self, chunk: Chunk, shape: Tuple[int, ...], dtype: np.dtype, offset: int = 0):
         self._chunk = chunk
@@ -89,7 +92,12 @@ class NDArray:
 
     @property
     def stype(self) -> str:
+        """The storage type: 'default' (dense) here, 'csr' or 'row_sparse' for sparse arrays."""
         return "default"
+
+    def tostype(self, stype: str) -> "NDArray":
+        """This array in storage type ``stype`` (``mx.nd.cast_storage``; dense to dense: a copy)."""
+        return _imperative.invoke_name("cast_storage", [self], {"stype": stype}, None)[0]
 
     @property
     def T(self) -> "NDArray":
@@ -143,6 +151,8 @@ class NDArray:
                 return other   # copying an array onto itself: nothing to do (MXNet warns)
             if other._shape != self._shape:
                 raise MXNetError(f"copyto: shape mismatch, source {self._shape} vs target {other._shape}")
+            if other._sparse:      # into a sparse array: its components are rewritten
+                return _imperative.invoke_name("cast_storage", [self], {"stype": other.stype}, other)[0]
             target = other
         else:
             raise MXNetError(f"copyto: target must be an NDArray or a Context, got {type(other).__name__}")
@@ -250,13 +260,15 @@ class NDArray:
     def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
         """Give this array a zero gradient buffer (``self.grad``) and make it a variable for autograd.
 
-        ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null'.
+        ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null';
+        ``stype='row_sparse'`` makes the buffer row_sparse (only the rows a backward touches).
         """
-        if stype not in (None, "default"):
-            raise MXNetError(f"attach_grad: only stype='default' is supported, got {stype!r}")
+        if stype not in (None, "default", "row_sparse", "csr"):
+            raise MXNetError(f"attach_grad: stype must be 'default', 'row_sparse' or 'csr', got {stype!r}")
         from .. import autograd  # noqa: PLC0415 - an API facade: autograd sits above ndarray
         from .utils import zeros  # noqa: PLC0415 - utils imports this module
-        autograd.mark_variables([self], [zeros(self._shape, self._chunk.ctx, self._dtype)], grad_req)
+        grad = zeros(self._shape, self._chunk.ctx, self._dtype, stype=stype)
+        autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
                  train_mode: bool = True) -> None:
@@ -401,10 +413,15 @@ def _empty(shape, ctx, dtype) -> NDArray:
     return NDArray(Chunk(nbytes, ctx, _engine.get().new_variable()), shape, dtype, 0)
 
 
-def _memoryless(shape, ctx, dtype) -> NDArray:
+def _memoryless(shape, ctx, dtype, stype: str = "default") -> NDArray:
     """An array that has a shape and dtype but no memory, for code that never reads it: a
     zero-size chunk, with a zero-strided read-only view of one zero as its numpy view (a value
-    a backward op reads only for its shape, a data input a CachedOp takes from its caller)."""
+    a backward op reads only for its shape, a data input a CachedOp takes from its caller).
+    A sparse ``stype`` gives a sparse array with no stored entries (which keeps the backward
+    op's storage inference right: ``take`` of a row_sparse array has a row_sparse gradient)."""
+    if stype != "default":
+        from .sparse import new_sparse  # noqa: PLC0415 - sparse.py imports this module
+        return new_sparse(stype, shape, ctx, dtype)
     dtype = np.dtype(dtype)
     arr = NDArray(Chunk(0, ctx, _engine.get().new_variable()), tuple(shape), dtype, 0)
     arr._np = np.broadcast_to(np.zeros((), dtype), tuple(shape))
