@@ -4,7 +4,8 @@ Layout: ``chunk.py`` (memory + engine variable), ``ndarray.py`` (the class, view
 ``indexing.py`` (copying indexing, slice assignment), ``invoke_plain.py`` (running an operator,
 the reference steps), ``imperative.py`` (the same, tuned; the switch between the two),
 ``register.py`` (the generated ``mx.nd.<op>`` functions), ``utils.py`` (creation), ``io.py``
-(MXNet's binary save/load) and ``random.py`` (``mx.nd.random``).
+(MXNet's binary save/load), ``random.py`` (``mx.nd.random``), ``sparse.py`` (``mx.nd.sparse``:
+csr and row_sparse arrays) and ``storage_dispatch.py`` (sparse kernels or the dense fallback).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 
 from ..ops import registry as _registry
 from . import methods as _methods  # noqa: F401 - binds op-backed NDArray methods
-from . import random
+from . import random, sparse
 from .imperative import is_training, set_is_training
 from .io import load, load_frombuffer, save, save_tobuffer
 from .ndarray import NDArray
@@ -23,7 +24,7 @@ from .ufunc import *  # noqa: F403 - add, subtract, maximum, greater, ... (ufunc
 from .ufunc import __all__ as _ufunc_names
 from .utils import arange, array, empty, eye, full, ones, ones_like, waitall, zeros, zeros_like
 
-__all__ = ["NDArray", "random", "is_training", "set_is_training", "load", "load_frombuffer", "save",
+__all__ = ["NDArray", "random", "sparse", "is_training", "set_is_training", "load", "load_frombuffer", "save",
            "save_tobuffer", "arange", "array", "empty", "eye", "full", "ones", "ones_like", "waitall",
            "zeros", "zeros_like", *_ufunc_names]
 # ... plus one generated function per registered operator (register.populate below).

@@ -7,6 +7,8 @@
 3. make the outputs: new NDArrays whose memory is *not* allocated yet, or the ``out=`` arrays,
 4. push one engine operation reading the inputs' variables and writing the outputs' variables
    (plus the variables of the op's resources and of any auxiliary inputs it mutates),
+   (sparse inputs or outputs first take ``storage_dispatch.invoke``: a sparse kernel, or the
+   dense kernel after a logged fallback),
 5. inside that operation, on the worker: allocate the outputs on first write, take numpy views,
    and call the kernel ``(octx, params, inputs, outputs, req)``, which ``registry.get_kernel(op,
    device)`` resolved before the push (the tuned invoke keeps it on the plan of step 2 until the
@@ -255,6 +257,20 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     ctx : Context, optional
         Where an operator without inputs (``_zeros``, ``_random_uniform``) runs.
     """
+    # Sparse inputs or outputs (or an op that can make sparse ones) take the storage dispatch.
+    if op.sparse_from_dense or (out is not None and out.__class__ is not NDArray):
+        sparse = True
+    else:
+        sparse = False
+        for x in inputs:
+            if x._sparse:
+                sparse = True
+                break
+    if sparse:
+        result = _storage_dispatch.invoke(op, params, inputs, out, ctx) \
+            if _storage_dispatch.wanted(op, inputs, out) else None
+        if result is not None:
+            return result
     plan = _plan(op, pkey, params, inputs)
     if inputs:
         ctx = inputs[0]._chunk.ctx
@@ -435,5 +451,6 @@ def plain_by_default() -> tuple:
 
 
 from . import invoke_plain as _plain  # noqa: E402 - it reads this module's hooks
+from . import storage_dispatch as _storage_dispatch  # noqa: E402 - it calls back into invoke
 
 _select(*plain_by_default())

@@ -17,7 +17,7 @@ from ..context import Context, current_context
 from ..engine.base import FnProperty
 from ..ops import registry
 from ..ops.registry import OpContext, OpDef
-from . import imperative
+from . import imperative, storage_dispatch
 from .chunk import Chunk
 from .ndarray import NDArray
 
@@ -29,6 +29,11 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     """Push ``op`` on ``inputs`` and return its outputs (hidden ones included); see ``imperative.invoke``."""
     # 1. The parameters: the caller parsed the keyword arguments (``parse_params`` below).
     #    ``pkey`` names them for the tuned path's caches; nothing here uses it.
+    #    Sparse inputs or outputs take the storage dispatch (sparse kernel, or dense fallback).
+    if storage_dispatch.wanted(op, inputs, out):
+        result = storage_dispatch.invoke(op, params, inputs, out, ctx)
+        if result is not None:
+            return result
     # 2. Output shapes and dtypes, now: a wrong shape raises at the call, not on the worker.
     out_shapes, out_dtypes = imperative.infer_outputs(
         op, params, [x.shape for x in inputs], [x._dtype for x in inputs])

@@ -39,6 +39,9 @@ class NDArray:
     __slots__ = ("_chunk", "_shape", "_dtype", "_offset", "_np", "_ag", "_grad", "__weakref__")
     # Keep numpy from treating NDArray as a sequence in mixed expressions (``np_array + nd``).
     __array_priority__ = 1000.0
+    # Sparse arrays (``sparse.py``) set this: ``invoke`` checks it to route them to the storage
+    # dispatch, a class attribute so the dense path pays one attribute read per input.
+    _sparse = False
 
     def __init__(self, chunk: Chunk, shape: Tuple[int, ...], dtype: np.dtype, offset: int = 0):
         self._chunk = chunk
@@ -89,7 +92,12 @@ class NDArray:
 
     @property
     def stype(self) -> str:
+        """The storage type: 'default' (dense) here, 'csr' or 'row_sparse' for sparse arrays."""
         return "default"
+
+    def tostype(self, stype: str) -> "NDArray":
+        """This array in storage type ``stype`` (``mx.nd.cast_storage``; dense to dense: a copy)."""
+        return _imperative.invoke_name("cast_storage", [self], {"stype": stype}, None)[0]
 
     @property
     def T(self) -> "NDArray":
@@ -143,6 +151,8 @@ class NDArray:
                 return other   # copying an array onto itself: nothing to do (MXNet warns)
             if other._shape != self._shape:
                 raise MXNetError(f"copyto: shape mismatch, source {self._shape} vs target {other._shape}")
+            if other._sparse:      # into a sparse array: its components are rewritten
+                return _imperative.invoke_name("cast_storage", [self], {"stype": other.stype}, other)[0]
             target = other
         else:
             raise MXNetError(f"copyto: target must be an NDArray or a Context, got {type(other).__name__}")

@@ -56,6 +56,10 @@ def array(source_array, ctx: Optional[Context] = None, dtype=None) -> NDArray:
     As in MXNet 1.x the dtype is float32 unless given, even for float64 or integer numpy input;
     an NDArray source keeps its own dtype.
     """
+    if source_array.__class__ is not NDArray and (getattr(source_array, "_sparse", False)
+                                                   or hasattr(source_array, "tocsr")):
+        from . import sparse  # noqa: PLC0415 - sparse.py imports this module
+        return sparse.array(source_array, ctx, dtype)   # scipy.sparse / sparse NDArray: stays sparse
     if isinstance(source_array, NDArray):
         dt = source_array._dtype if dtype is None else normalize_dtype(dtype)
         res = source_array.as_in_context(_ctx(ctx)) if ctx is not None else source_array
@@ -71,12 +75,19 @@ def array(source_array, ctx: Optional[Context] = None, dtype=None) -> NDArray:
 
 def empty(shape, ctx: Optional[Context] = None, dtype=None, stype=None) -> NDArray:
     """A new array with unspecified values; its memory is allocated when first written."""
+    if stype not in (None, "default"):
+        from . import sparse  # noqa: PLC0415 - sparse.py imports this module
+        return sparse.empty(stype, shape, ctx, dtype)
     dt = _FLOAT32 if dtype is None else normalize_dtype(dtype)
     return _empty(_shape(shape, "empty"), _ctx(ctx), dt)
 
 
 def zeros(shape, ctx: Optional[Context] = None, dtype=None, stype=None, **kwargs) -> NDArray:
-    """A new array of zeros (float32 unless ``dtype`` says otherwise)."""
+    """A new array of zeros (float32 unless ``dtype`` says otherwise); ``stype`` 'csr' or
+    'row_sparse' gives a sparse one with no stored entries."""
+    if stype not in (None, "default"):
+        from . import sparse  # noqa: PLC0415 - sparse.py imports this module
+        return sparse.zeros(stype, shape, ctx, dtype)
     return _create("_zeros", ctx, shape=_shape(shape, "zeros"),
                    dtype=_FLOAT32 if dtype is None else normalize_dtype(dtype), **kwargs)
 

@@ -23,6 +23,12 @@ An ``OpDef`` is the whole contract of an operator (``docs/howto/add_an_operator.
 * ``loss_layer``    — backward may start without head gradients (``SoftmaxOutput``, ``MakeLoss``)
 * ``extra_params``  — keep keyword arguments missing from ``params`` as strings (``Custom`` hands
                       them to the user's ``CustomOpProp``, as MXNet does)
+* ``infer_storage`` — ``(params, in_stypes) -> out_stypes or None``: the storage combinations the
+                      op has a sparse kernel for (``None``: none, run dense after a fallback);
+                      set by ``ops/sparse/base.register_storage`` with ``fcompute_ex``, the kernel
+                      on ``ops/sparse/base.CSR`` / ``RowSparse`` containers (MXNet's
+                      ``FInferStorageType`` / ``FComputeEx``). ``sparse_from_dense`` marks ops
+                      that can make a sparse output from dense inputs (``cast_storage``)
 
 Inputs seen by ``infer_shape``, ``infer_type`` and ``fcompute`` are ``arguments + aux_states``, in
 that order (nnvm's convention: auxiliary states are inputs the operator mutates).
@@ -330,6 +336,10 @@ class OpDef:
         self.validate = validate
         self.hidden = hidden or name.startswith("_")
         self.extra_params = extra_params
+        # Storage types (ops/sparse/base.py fills these in for ops with sparse kernels).
+        self.infer_storage: Optional[Callable] = None
+        self.fcompute_ex: Optional[Callable] = None
+        self.sparse_from_dense = False
 
     # -- names of inputs and outputs -------------------------------------------------------
     def list_arguments(self, params: dict) -> List[str]:
