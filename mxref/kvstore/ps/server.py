@@ -32,7 +32,7 @@ import numpy as np
 
 from ...base import env_int
 from ..compression import GradientCompression
-from ..row_store import LazyRowUpdater, RowGrad, RowStore, sum_rows, unpack_rows
+from ..row_store import LazyRowUpdater, RowGrad, RowStore, pack_rows, sum_rows, unpack_rows
 from .comm import Cmd, Comm, Message, kv_timeout
 from .consistency import Consistency, PartContext, get_consistency
 from .roles import Roles
@@ -333,9 +333,13 @@ class Server:
             raise KeyError(f"key part {key!r} was never initialised on this server (worker 0 "
                            "initialises keys; call kv.init on every worker, in the same order)")
         if msg.cmd == Cmd.PULL and isinstance(kp, _SparseKeyPart):
+            st = kp.store
+            if msg.meta.get("all"):          # a plain pull: every held row, with its id
+                self._reply(msg.src, msg.rid, key, pack_rows(st.ids, st.gather(st.ids)) if len(st) else None)
+                return
             ids = (msg.data if msg.data is not None else np.zeros(0, np.uint8)).view(np.int64)
-            kp.store.check(ids, f"row_sparse_pull of key {key[1]!r}")
-            self._reply(msg.src, msg.rid, key, kp.store.gather(ids) if ids.size else None)
+            st.check(ids, f"row_sparse_pull of key {key[1]!r}")
+            self._reply(msg.src, msg.rid, key, st.gather(ids) if ids.size else None)
         elif msg.cmd == Cmd.PULL:
             value = kp.stored._data()
             # NOTE: a model that updates on arrival may change the value while this reply is
