@@ -171,6 +171,8 @@ class _Saved:
 def _alias(x: NDArray) -> NDArray:
     """Another handle on ``x``'s memory without its graph entry (an array saved by a node must not
     point back at the node, or the two would keep each other alive): ``x.detach()``."""
+    if x._sparse:
+        return x.detach()      # a sparse array's handle shares its components too
     return NDArray(x._chunk, x._shape, x._dtype, x._offset)
 
 

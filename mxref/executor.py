@@ -255,7 +255,9 @@ class Executor:
         known = {k: tuple(v) for k, v in kwargs.items()}
         dtypes = {n: a._dtype for n, a in zip(self._arg_names + self._aux_names,
                                                 self.arg_arrays + self.aux_arrays)}
-        plan = build_graph(self._symbol._outputs, self._grad_req, known, dtypes, "reshape")
+        stypes = {n: a.stype for n, a in zip(self._arg_names + self._aux_names,
+                                               self.arg_arrays + self.aux_arrays)}
+        plan = build_graph(self._symbol._outputs, self._grad_req, known, dtypes, "reshape", stypes)
 
         def remake(name: str, old: Optional[NDArray]) -> Optional[NDArray]:
             if old is None:
@@ -263,6 +265,8 @@ class Executor:
             shape = tuple(plan.input_shape(name))
             if shape == old.shape:
                 return old
+            if old._sparse:
+                return zeros(shape, self._ctx, old._dtype, stype=old.stype)
             if name not in known and not partial_shaping:
                 raise MXNetError(f"reshape: the shape of '{name}' changes from {old.shape} to {shape}; "
                                  "pass partial_shaping=True to allow a change of an unspecified input")
@@ -405,7 +409,8 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req: Union[str, list, 
     names = arg_names + aux_names
     arrays = arg_arrays + aux_arrays
     plan = build_graph(symbol._outputs, reqs, {n: a.shape for n, a in zip(names, arrays)},
-                       {n: a._dtype for n, a in zip(names, arrays)}, "bind")
+                       {n: a._dtype for n, a in zip(names, arrays)}, "bind",
+                       {n: a.stype for n, a in zip(names, arrays)})
     for name, arr in zip(names, arrays):
         want = tuple(plan.input_shape(name))
         if want != arr.shape:
@@ -453,8 +458,6 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     the arguments named in ``shared_arg_names``; ``shared_buffer`` (name to NDArray, updated in
     place) supplies the other argument arrays where large enough.
     """
-    if stype_dict and any(s not in ("default", None) for s in stype_dict.values()):
-        raise MXNetError("simple_bind: sparse storage types (stype_dict) are not supported")
     arg_names, aux_names = _input_names(symbol, "simple_bind")
     for key in kwargs:
         if key not in arg_names and key not in aux_names:
@@ -468,7 +471,7 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     reqs = _grad_req_dict(grad_req, arg_names)
     _check_group2ctx(symbol, ctx, group2ctx)
     plan = build_graph(symbol._outputs, reqs, shapes, _default_dtypes(symbol, arg_names, type_dict),
-                       "simple_bind")
+                       "simple_bind", stype_dict)
     shared_names = set(shared_arg_names or ())
     arg_arrays, grad_arrays, aux_arrays = [], [], []
     for name in arg_names:
@@ -478,11 +481,14 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
             if arr.shape != shape:
                 raise MXNetError(f"simple_bind: shared argument '{name}' has shape {arr.shape}, "
                                  f"this graph needs {shape}")
+        elif plan.input_stype(name) != "default":     # sparse: never a view of a shared buffer
+            arr, grad = zeros(shape, ctx, dtype, stype=plan.input_stype(name)), None
         else:
             arr = _shared_or_new(name, shape, dtype, ctx, shared_buffer)
             grad = None
         if reqs[name] != "null" and grad is None:
-            grad = zeros(shape, ctx, dtype)
+            # The gradient's stype is what the graph computes (row_sparse for dot(csr, w)'s w).
+            grad = zeros(shape, ctx, dtype, stype=plan.stype(plan.grad_eids[name]))
         arg_arrays.append(arr)
         grad_arrays.append(grad if reqs[name] != "null" else None)
     for name in aux_names:

@@ -28,6 +28,8 @@ from .base import MXNetError, env_bool, env_float, env_int, env_str
 from .graph import Graph, NodeEntry, apply_pass, copy_graph, make_node
 from .ndarray.chunk import Chunk
 from .ndarray.ndarray import NDArray
+from .ndarray.sparse import new_sparse
+from .ndarray.storage_dispatch import fallback_log, node_kernel
 from .ndarray.utils import zeros as _nd_zeros
 from .ops.registry import OpContext, get_kernel
 from .passes.gradient import full_graph
@@ -41,7 +43,8 @@ class GraphPlan:
     """The planned graph and the facts the Executor needs about it.
 
     ``graph`` carries ``shape``, ``dtype``, ``storage_id``, ``storage_inplace_index``,
-    ``storage_allocated_bytes`` and ``storage_bytes`` (per entry id / storage id).
+    ``storage_allocated_bytes`` and ``storage_bytes`` (per entry id / storage id), and
+    ``storage_type`` / ``dispatch_mode`` (per entry / node, from ``infer_storage_type``).
     ``num_forward_nodes`` splits the node order: forward nodes first, then backward ones.
     ``head_grad_nids[i]`` is the variable node of output ``i``'s head gradient, or ``None`` when no
     backward node reads it (loss layers). ``grad_eids[name]`` is the entry holding the gradient of
@@ -71,6 +74,12 @@ class GraphPlan:
     def input_dtype(self, name: str) -> np.dtype:
         return self.dtype(self.idx.entry_id(self.input_nid[name], 0))
 
+    def stype(self, eid: int) -> str:
+        return self.graph.attrs["storage_type"][eid]
+
+    def input_stype(self, name: str) -> str:
+        return self.stype(self.idx.entry_id(self.input_nid[name], 0))
+
 
 def _fmt(kind: str, value) -> str:
     if kind == "shape":
@@ -79,11 +88,15 @@ def _fmt(kind: str, value) -> str:
 
 
 def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: Dict[str, tuple],
-                dtypes: Dict[str, np.dtype], caller: str = "bind") -> GraphPlan:
-    """Training (or inference) graph of ``outputs``, with shapes, dtypes and a memory plan.
+                dtypes: Dict[str, np.dtype], caller: str = "bind",
+                stypes: Optional[Dict[str, str]] = None) -> GraphPlan:
+    """Training (or inference) graph of ``outputs``, with shapes, dtypes, storage types and a
+    memory plan.
 
-    ``grad_req`` maps argument names to 'null'/'write'/'add'; ``shapes``/``dtypes`` give what is
-    known of the inputs. Raises ``MXNetError`` naming the inputs whose shape or dtype stays unknown.
+    ``grad_req`` maps argument names to 'null'/'write'/'add'; ``shapes``/``dtypes``/``stypes``
+    give what is known of the inputs. Raises ``MXNetError`` naming the inputs whose shape or dtype
+    stays unknown. Sparse entries are left out of the memory plan: their size is known only when
+    they are computed, so each gets an array of its own (``allocate``).
     """
     outputs = copy_graph(outputs)   # the executor owns its nodes: passes may annotate them
     fwd_idx = Graph(outputs).indexed
@@ -100,6 +113,7 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     try:
         graph = apply_pass(graph, "infer_shape", shape_inputs=shapes)
         graph = apply_pass(graph, "infer_type", dtype_inputs=dtypes)
+        graph = apply_pass(graph, "infer_storage_type", storage_inputs=stypes)
     except MXNetError as exc:   # MXNet's form: the inputs as given, then the operator's complaint
         given = "".join(f"\n  {k}: {_fmt('shape', v)}" for k, v in shapes.items())
         raise MXNetError(f"{caller} error. Arguments:{given}\n{exc}") from None
@@ -126,6 +140,9 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     storage = [BAD_STORAGE_ID] * idx.num_node_entries
     for eid in grad_eids.values():           # gradient arrays are bound by the caller
         storage[eid] = EXTERNAL_STORAGE_ID
+    for eid, stype in enumerate(graph.attrs["storage_type"]):
+        if stype != "default":               # sparse entries: arrays of their own
+            storage[eid] = EXTERNAL_STORAGE_ID
     graph.attrs["storage"] = storage
     # NOTE: recomputed values are short-lived and of many sizes, and nnvm's online allocator
     # lets a small value alive until late backward take a large block freed in forward: on
@@ -215,6 +232,9 @@ def allocate(plan: GraphPlan, ctx, bound: Dict[int, NDArray], shared_pool: Optio
             if arrays[eid] is not None:
                 continue
             shape, dtype = tuple(plan.shape(eid)), np.dtype(plan.dtype(eid))
+            if plan.stype(eid) != "default":
+                arrays[eid] = new_sparse(plan.stype(eid), shape, ctx, dtype)
+                continue
             chunk = blocks.get(sids[eid])
             if chunk is None:   # not planned (zero-size entries): a private array
                 chunk = Chunk(max(int(np.prod(shape)) * dtype.itemsize, 0), ctx, eng.new_variable())
@@ -261,6 +281,9 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
     """A ``NodeOp`` for every operator node, in execution order."""
     idx = plan.idx
     ops = []
+    stypes = plan.graph.attrs["storage_type"]
+    # Sparse entries are outside the memory plan, which marks the unread ones: do it here.
+    read = {idx.entry_id(e) for n in idx.nodes for e in n.inputs} | set(idx.output_entry_ids())
     for nid, node in enumerate(idx.nodes):
         if node.is_variable:
             continue
@@ -281,13 +304,24 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
         mutable += [r.var for r in resources]
         mset = set(map(id, mutable))
         reqs = _reqs(plan, nid, add_eids)
+        reqs = ["null" if stypes[e] != "default" and e not in read and r == "write" else r
+                for e, r in zip(out_eids, reqs)]
         const = [v for v in dict.fromkeys(a._chunk.var for a in in_arrs) if id(v) not in mset]
         # An 'add' output reads its old value: listed as read too, so a gradient that carries an
         # engine error keeps it instead of being overwritten (the engine dedups the pair).
         const += [a._chunk.var for a, r in zip(out_arrs, reqs) if r == "add"]
         octxs = (OpContext(False, ctx, resources), OpContext(True, ctx, resources))
-        call = (get_kernel(op, ctx.device_type), octxs, params, [a._data() for a in in_arrs],
-                [a._data() for a in out_arrs], reqs)
+        mode = plan.graph.attrs["dispatch_mode"][nid]
+        if mode == "fcompute" and not any(a._sparse for a in in_arrs + out_arrs):
+            call = (get_kernel(op, ctx.device_type), octxs, params, [a._data() for a in in_arrs],
+                    [a._data() for a in out_arrs], reqs)
+        else:   # sparse entries: the kernel takes the arrays and reads their components at run time
+            if mode == "fallback":
+                fallback_log(op.name, [a.stype for a in in_arrs], [a.stype for a in out_arrs])
+            kernel = node_kernel(op, "fallback" if mode != "fcompute_ex" else mode,
+                                 [stypes[e] for e in in_eids], [stypes[e] for e in out_eids],
+                                 get_kernel(op, ctx.device_type))
+            call = (kernel, octxs, params, in_arrs, out_arrs, reqs)
         ops.append(NodeOp(nid, node.name, op.name, call, const, list(dict.fromkeys(mutable)),
                           in_eids, out_eids))
     return ops

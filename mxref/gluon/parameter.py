@@ -80,9 +80,12 @@ class Parameter:
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self.init = init
-        if stype != "default" or grad_stype != "default":
-            raise MXNetError(f"Parameter '{name}': only the 'default' storage type is supported")
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in ("default", "row_sparse", "csr"):
+                raise MXNetError(f"Parameter '{name}': {what} must be 'default', 'row_sparse' or "
+                                 f"'csr', got {value!r}")
         self._stype = stype
+        self._grad_stype = grad_stype
         self.grad_req = grad_req
 
     def __repr__(self) -> str:
@@ -127,6 +130,10 @@ class Parameter:
     @property
     def stype(self) -> str:
         return self._stype
+
+    @property
+    def grad_stype(self) -> str:
+        return self._grad_stype
 
     # -- initialization -----------------------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=None, force_reinit: bool = False) -> None:
@@ -176,13 +183,16 @@ class Parameter:
     def _init_impl(self, data: NDArray, ctx_list: Sequence[Context]) -> None:
         self._data = OrderedDict((c, data.copyto(c) if data.context != c or len(ctx_list) > 1
                                   else data.copy()) for c in ctx_list)
+        if self._stype != "default":
+            self._data = OrderedDict((c, a.tostype(self._stype)) for c, a in self._data.items())
         self._init_grad()
 
     def _init_grad(self) -> None:
         if self.grad_req == "null":
             self._grad = None
             return
-        self._grad = OrderedDict((c, nd.zeros(a.shape, c, a.dtype)) for c, a in self._data.items())
+        self._grad = OrderedDict((c, nd.zeros(a.shape, c, a.dtype, stype=self._grad_stype))
+                                 for c, a in self._data.items())
         autograd.mark_variables(list(self._data.values()), list(self._grad.values()), self.grad_req)
 
     def _check_and_get(self, arrays, ctx):
@@ -216,6 +226,27 @@ class Parameter:
     def list_data(self) -> List[NDArray]:
         """The arrays on every context, in ``list_ctx()`` order."""
         return self._check_and_get(self._data, list)
+
+    def row_sparse_data(self, row_id: NDArray) -> NDArray:
+        """The row_sparse array of this parameter on ``row_id``'s context, holding (at least) the
+        rows ``row_id`` names: with a Trainer whose store pulls rows (``_row_sparse_pull``), those
+        rows are pulled into it first; locally it already holds every row."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return a copy of Parameter {self.name} via row_sparse_data() "
+                               f"because its storage type is {self._stype}. Please use data() instead.")
+        arr = self._check_and_get(self._data, row_id.context)
+        pull = getattr(getattr(self, "_trainer", None), "_row_sparse_pull", None)
+        if pull is not None:
+            pull(self, arr, row_id)
+        return arr
+
+    def list_row_sparse_data(self, row_id: NDArray) -> List[NDArray]:
+        """``row_sparse_data`` on every context."""
+        if self._stype != "row_sparse":
+            raise RuntimeError(f"Cannot return copies of Parameter '{self.name}' via "
+                               f"list_row_sparse_data() because its storage type is {self._stype}. "
+                               "Please use list_data() instead.")
+        return [self.row_sparse_data(row_id.as_in_context(c)) for c in self.list_ctx()]
 
     def grad(self, ctx: Optional[Context] = None) -> NDArray:
         """The gradient buffer on ``ctx``."""
@@ -281,6 +312,8 @@ class Parameter:
     def _load_init(self, data: NDArray, ctx=None, cast_dtype: bool = False,
                    dtype_source: str = "current") -> None:
         """Take ``data`` (loaded from a file) as this parameter's value, initializing it if needed."""
+        if data.stype != self._stype:
+            data = data.tostype(self._stype)     # a sparse file value for a dense parameter, or back
         if self.shape:
             unknown_ok = all(j in (0, -1, i) for i, j in zip(data.shape, self.shape))
             if len(self.shape) != len(data.shape) or not unknown_ok:
@@ -323,7 +356,7 @@ class Parameter:
             self._data = OrderedDict((c, a.astype(self.dtype)) for c, a in self._data.items())
             if self._grad is None:
                 return
-            self._grad = OrderedDict((c, g.astype(self.dtype)) for c, g in self._grad.items())
+            self._grad = OrderedDict((c, g.astype(self.dtype)) for c, g in self._grad.items())  # stype kept
             autograd.mark_variables(list(self._data.values()), list(self._grad.values()), self.grad_req)
 
 

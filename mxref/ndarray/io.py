@@ -10,7 +10,15 @@ Layout (little-endian), as ``NDArray::Save`` in MXNet 1.9.1 ``src/ndarray/ndarra
 
 ``magic`` is 0xF993FAC9 (V2). mxref also reads V3 (0xF993FACA, numpy shape semantics, 0-d arrays),
 V1 (0xF993FAC8, no storage type) and the oldest layout, where the first word is ``ndim`` and
-dimensions are uint32. Sparse arrays (``row_sparse``, ``csr``) load as dense NDArrays.
+dimensions are uint32.
+
+Sparse arrays (``stype`` 1 = ``row_sparse``, 2 = ``csr``) save and load as sparse arrays, as in
+MXNet: after ``stype`` comes the storage shape (the stored values' shape), and after the dtype
+one ``int32 aux_dtype | shape`` per index array (row_sparse: row ids; csr: ``indptr`` then column
+ids), then the values, then each index array's data. Loading checks every count against the
+file's bytes before reading it and validates the indices (in range, ``indptr`` rising) before the
+array is made, so a crafted file can neither allocate more than it holds nor yield an invalid
+sparse array.
 """
 from __future__ import annotations
 
@@ -20,8 +28,9 @@ from typing import Dict, List, Union
 
 import numpy as np
 
-from ..base import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, MXNetError, env_int
+from ..base import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, MXNetError
 from ..context import cpu
+from ..ops.sparse.base import CSR, RowSparse
 from .ndarray import NDArray, _from_numpy
 
 __all__ = ["save", "load", "load_frombuffer", "save_tobuffer"]
@@ -34,7 +43,28 @@ V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA
 # Writing
 # ---------------------------------------------------------------------------------------------
 
+def _write_sparse(parts: list, arr) -> None:
+    arr.wait_to_read()     # raises the errors of pending writes before anything is written
+    value = arr._value()
+    aux = [value.indices] if arr.stype == "row_sparse" else [value.indptr, value.indices]
+    data = np.ascontiguousarray(value.data)
+    # The storage shape: the stored values' shape. (MXNet 1.9.1 sometimes writes (0,) here for
+    # csr arrays; both loaders recompute it from the index arrays.)
+    parts.append(struct.pack("<Iii", V2_MAGIC, 1 if arr.stype == "row_sparse" else 2, data.ndim))
+    parts.append(struct.pack(f"<{data.ndim}q", *data.shape))
+    parts.append(struct.pack("<i", len(arr.shape)) + struct.pack(f"<{len(arr.shape)}q", *arr.shape))
+    parts.append(struct.pack("<iii", 1, 0, DTYPE_NP_TO_MX[data.dtype]))
+    for a in aux:
+        parts.append(struct.pack("<iiq", DTYPE_NP_TO_MX[np.dtype(np.int64)], 1, a.size))
+    parts.append(data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes())
+    for a in aux:
+        parts.append(np.ascontiguousarray(a, dtype="<i8").tobytes())
+
+
 def _write_array(parts: list, arr: NDArray) -> None:
+    if arr._sparse:
+        _write_sparse(parts, arr)
+        return
     host = arr.asnumpy()   # waits for pending writes; raises their errors before anything is written
     # NOTE: MXNet 1.x (V2) cannot represent 0-d arrays (ndim 0 means "no array"), so those are
     # written in V3, MXNet's numpy-shape layout, which mxref reads back; everything else is V2.
@@ -156,13 +186,8 @@ def _read_values(r: _Reader, flag: int, shape, what: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
 
 
-def max_dense_bytes() -> int:
-    """How large a sparse array may become when it loads as dense (``MXREF_LOAD_MAX_DENSE_BYTES``)."""
-    return env_int("MXREF_LOAD_MAX_DENSE_BYTES", 1 << 28)
-
-
-def _densify(r: _Reader, stype: int, shape, flag: int, what: str) -> np.ndarray:
-    """Read a sparse array's values and indices and scatter them into a dense numpy array.
+def _read_sparse(r: _Reader, stype: int, shape, flag: int, what: str):
+    """Read a sparse array's values and indices, validated, as a ``CSR`` / ``RowSparse`` value.
 
     ``row_sparse`` (stype 1) keeps whole rows plus their row indices; ``csr`` (stype 2) keeps
     nonzeros plus ``indptr`` and column indices (MXNet's aux order: indptr first).
@@ -172,16 +197,7 @@ def _densify(r: _Reader, stype: int, shape, flag: int, what: str) -> np.ndarray:
         raise _bad(r, f"{what} shape", f"{tuple(shape)}: a row_sparse array needs at least one axis")
     if stype == 2 and len(shape) != 2:
         raise _bad(r, f"{what} shape", f"{tuple(shape)}: a csr array is 2-D")
-    dtype = _dtype(r, flag, f"{what} dtype")
-    # NOTE: the dense size is not bounded by the file (that is the point of sparse storage), so
-    # it has its own limit, checked before anything is allocated.
-    dense_bytes = dtype.itemsize
-    for dim in shape:
-        dense_bytes *= dim
-    if dense_bytes > max_dense_bytes():
-        raise _bad(r, f"{what} shape", f"{tuple(shape)} would load as a dense array of {dense_bytes} "
-                   f"bytes, over the limit of {max_dense_bytes()} (raise MXREF_LOAD_MAX_DENSE_BYTES "
-                   "to load it)")
+    _dtype(r, flag, f"{what} dtype")
     aux_meta = []
     for i in range(naux):
         (aflag,) = r.unpack("<i", f"{what} aux {i} dtype")
@@ -208,19 +224,15 @@ def _densify(r: _Reader, stype: int, shape, flag: int, what: str) -> np.ndarray:
         rows = aux[0]
         if rows.size and (rows.min() < 0 or rows.max() >= shape[0]):
             raise _bad(r, f"{what} aux 0 (row ids)", f"has a row id outside [0, {shape[0]})")
-    else:
-        indptr, cols = aux
-        if indptr[0] != 0 or indptr[-1] != cols.size or (np.diff(indptr) < 0).any():
-            raise _bad(r, f"{what} aux 0 (indptr)", f"must rise from 0 to the {cols.size} nonzeros")
-        if cols.size and (cols.min() < 0 or cols.max() >= shape[1]):
-            raise _bad(r, f"{what} aux 1 (column ids)", f"has a column outside [0, {shape[1]})")
-    dense = np.zeros(shape, values.dtype)
-    if stype == 1:
-        dense[aux[0]] = values
-    else:
-        rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-        dense[rows, cols] = values
-    return dense
+        if rows.size > 1 and (np.diff(rows) <= 0).any():
+            raise _bad(r, f"{what} aux 0 (row ids)", "must be sorted and unique")
+        return RowSparse(values, rows, tuple(shape))
+    indptr, cols = aux
+    if indptr[0] != 0 or indptr[-1] != cols.size or (np.diff(indptr) < 0).any():
+        raise _bad(r, f"{what} aux 0 (indptr)", f"must rise from 0 to the {cols.size} nonzeros")
+    if cols.size and (cols.min() < 0 or cols.max() >= shape[1]):
+        raise _bad(r, f"{what} aux 1 (column ids)", f"has a column outside [0, {shape[1]})")
+    return CSR(values, cols, indptr, tuple(shape))
 
 
 def _read_array(r: _Reader, index: int):
@@ -252,10 +264,10 @@ def _read_array(r: _Reader, index: int):
     r.unpack("<ii", f"{what} context")
     (flag,) = r.unpack("<i", f"{what} dtype")
     if stype:
-        host = _densify(r, stype, shape, flag, what)
-    else:
-        host = _read_values(r, flag, shape, f"{what} data")
-    return _from_numpy(host, cpu(0))
+        from .sparse import _from_value  # noqa: PLC0415 - sparse.py imports this package
+        value = _read_sparse(r, stype, shape, flag, what)
+        return _from_value(value, cpu(0), value.data.dtype)
+    return _from_numpy(_read_values(r, flag, shape, f"{what} data"), cpu(0))
 
 
 def load_raw(buf, source: str = "buffer"):

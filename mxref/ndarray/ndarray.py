@@ -260,13 +260,15 @@ class NDArray:
     def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
         """Give this array a zero gradient buffer (``self.grad``) and make it a variable for autograd.
 
-        ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null'.
+        ``grad_req`` is 'write' (default), 'add' (accumulate over backward calls) or 'null';
+        ``stype='row_sparse'`` makes the buffer row_sparse (only the rows a backward touches).
         """
-        if stype not in (None, "default"):
-            raise MXNetError(f"attach_grad: only stype='default' is supported, got {stype!r}")
+        if stype not in (None, "default", "row_sparse", "csr"):
+            raise MXNetError(f"attach_grad: stype must be 'default', 'row_sparse' or 'csr', got {stype!r}")
         from .. import autograd  # noqa: PLC0415 - an API facade: autograd sits above ndarray
         from .utils import zeros  # noqa: PLC0415 - utils imports this module
-        autograd.mark_variables([self], [zeros(self._shape, self._chunk.ctx, self._dtype)], grad_req)
+        grad = zeros(self._shape, self._chunk.ctx, self._dtype, stype=stype)
+        autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
                  train_mode: bool = True) -> None:

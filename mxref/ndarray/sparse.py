@@ -41,16 +41,37 @@ __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", 
 _FLOAT32 = np.dtype(np.float32)
 
 
+class _State:
+    """The current components of a sparse array (a list of NDArrays, or ``None``)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self):
+        self.parts = None
+
+
 class BaseSparseNDArray(NDArray):
     """What csr and row_sparse arrays share: components, waits, copies, conversion to dense."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_st",)
     _sparse = True
-    _NPARTS = 0
 
-    def __init__(self, ctx: Context, shape, dtype, parts=None):
-        super().__init__(Chunk(0, ctx, _engine.get().new_variable()), tuple(shape), dtype, 0)
-        self._parts = parts   # None: no stored entries yet (all zeros)
+    def __init__(self, ctx: Context, shape, dtype, chunk=None, state=None):
+        super().__init__(chunk or Chunk(0, ctx, _engine.get().new_variable()), tuple(shape), dtype, 0)
+        # The components, in a holder that handles on the same array share (``detach``).
+        self._st = state or _State()
+
+    @property
+    def _parts(self):
+        return self._st.parts      # None: no stored entries yet (all zeros)
+
+    @_parts.setter
+    def _parts(self, parts):
+        self._st.parts = parts
+
+    def detach(self):
+        """The same array (shared variable and components), cut off from the recorded graph."""
+        return type(self)(self._chunk.ctx, self._shape, self._dtype, self._chunk, self._st)
 
     # -- the values, as kernels see them (inside engine operations, or after a wait) --------
     def _value(self):
@@ -445,7 +466,7 @@ def retain(data: NDArray, indices) -> NDArray:
 def __getattr__(name: str):
     """``mx.nd.sparse.<op>``: the ``_sparse_<op>`` operator where MXNet has one, else ``mx.nd.<op>``."""
     from . import register as _register  # noqa: PLC0415 - register imports the package
-    for opname in (f"_sparse_{name}", name):
+    for opname in (f"_sparse_{name}", name, f"_{name}"):
         if _registry.exists(opname):
             fn = _register.make_function(_registry.get(opname), name)
             setattr(sys.modules[__name__], name, fn)

@@ -21,16 +21,18 @@ import logging
 import os
 from typing import List, Optional
 
+import numpy as np
+
 from .. import engine, resource
 from ..base import MXNetError
 from ..context import current_context
 from ..engine.base import FnProperty
 from ..ops.registry import OpContext, OpDef
-from ..ops.sparse.base import RowSparse
+from ..ops.sparse.base import RowSparse, empty_of, fromdense, stype_of, todense
 from . import imperative
 from .ndarray import NDArray, _empty
 
-__all__ = ["wanted", "invoke", "fallback_log", "reset_fallback_log"]
+__all__ = ["wanted", "invoke", "fallback_log", "reset_fallback_log", "node_kernel"]
 
 log = logging.getLogger("mxref.sparse")
 _logged: set = set()     # (op, in stypes, out stypes) already reported
@@ -93,6 +95,9 @@ def _fallback(op, params, inputs, outs, ctx, in_stypes):
     dense_in = [cast_storage(x, "default") if x._sparse else x for x in inputs]
     dense_out = None if outs is None or any(o._sparse for o in outs) else outs
     results = imperative.invoke(op, None, params, dense_in, dense_out, ctx)
+    for i in op.mutate_inputs(params):
+        if inputs[i]._sparse:           # a state the dense kernel updated in its dense copy
+            dense_in[i].copyto(inputs[i])
     if outs is not None and dense_out is None:
         for r, o in zip(results, outs):
             r.copyto(o)
@@ -129,6 +134,9 @@ def _run_sparse(op, params, inputs, outs, ctx, out_stypes):
         ins = [x._value() if x._sparse else x._data() for x in inputs]
         vals = [o._value() if o._sparse else o._data() for o in outputs]
         kernel(OpContext(is_train, ctx, resources, run_ctx), params, ins, vals, req)
+        for i in op.mutate_inputs(params):      # sparse states the kernel updated (optimizers)
+            if inputs[i]._sparse and inputs[i] is not outputs[0]:
+                inputs[i]._store(ins[i])
         for o, v in zip(outputs, vals):
             if o._sparse:
                 if isinstance(v, RowSparse) and o.stype != "row_sparse":
@@ -140,3 +148,73 @@ def _run_sparse(op, params, inputs, outs, ctx, out_stypes):
     if hook is not None:
         hook(op, params, inputs, outputs)
     return outputs
+
+
+# ---------------------------------------------------------------------------------------------
+# Executor nodes: the same dispatch, decided once at bind by the infer_storage_type pass
+# ---------------------------------------------------------------------------------------------
+
+def _stype(x) -> str:
+    return x.stype if isinstance(x, NDArray) else "default"
+
+
+def _value_of(x):
+    """What a kernel reads from ``x``: a container for a sparse array, a numpy array otherwise."""
+    if isinstance(x, NDArray):
+        return x._value() if x._sparse else x._data()
+    return x
+
+
+def _as_stype(value, stype: str):
+    if stype_of(value) == stype:
+        return value
+    return fromdense(todense(value), stype)
+
+
+def node_kernel(op: OpDef, mode: str, in_stypes, out_stypes, dense_kernel):
+    """The kernel an executor node with sparse entries runs, ``(octx, params, ins, outs, req)``
+    on the node's NDArrays: ``mode`` 'fcompute_ex' calls the op's sparse kernel, 'fallback' the
+    dense one on dense copies. Arrays whose stype is not the inferred one (a dense gradient array
+    bound where the graph makes a row_sparse one) are converted on the way in and out."""
+    fallback = mode == "fallback"
+    want_in = ["default"] * len(in_stypes) if fallback else list(in_stypes)
+    want_out = ["default"] * len(out_stypes) if fallback else list(out_stypes)
+
+    def run(octx, params, ins, outs, req):
+        vin = [_as_stype(_value_of(x), s) for x, s in zip(ins, want_in)]
+        vout = []
+        for o, s, r in zip(outs, want_out, req):
+            if _stype(o) == s and r != "add":
+                vout.append(_value_of(o))
+            else:
+                vout.append(empty_of(s, o.shape, o.dtype))
+        kernel = dense_kernel if fallback else op.fcompute_ex
+        kernel(octx, params, vin, vout, ["write" if _stype(o) != s or r == "add" else r
+                                         for o, s, r in zip(outs, want_out, req)])
+        for o, v, s, r in zip(outs, vout, want_out, req):
+            if r == "null":
+                continue
+            if r == "add":
+                v = _add(_value_of(o), v)
+            if isinstance(o, NDArray) and o._sparse:
+                o._store(_as_stype(v, o.stype))
+            elif r == "add" or s != "default":
+                view = o._data() if isinstance(o, NDArray) else o
+                view[...] = todense(v)
+        for i in op.mutate_inputs(params):
+            x = ins[i]
+            if isinstance(x, NDArray) and x._sparse:
+                x._store(_as_stype(vin[i], x.stype))
+            elif fallback is False and want_in[i] != "default":
+                (x._data() if isinstance(x, NDArray) else x)[...] = todense(vin[i])
+
+    run.__name__ = run.__qualname__ = f"{op.name}_{mode}"
+    return run
+
+
+def _add(old, new):
+    if isinstance(old, RowSparse) and isinstance(new, RowSparse):
+        from ..ops.sparse.elemwise import rsp_sum  # noqa: PLC0415 - the kernel family's helper
+        return rsp_sum([old, new])
+    total = todense(old) + todense(new)
+    return total if isinstance(old, np.ndarray) else fromdense(total, old.stype)

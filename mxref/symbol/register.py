@@ -293,6 +293,10 @@ def _lookup(module: str, attr_name: str) -> Callable:
     """Find ``attr_name`` in namespace ``module`` among the registered ops (module ``__getattr__``)."""
     if module == "random" and registry.exists("_random_" + attr_name) and not attr_name.endswith("_like"):
         return _random_function(attr_name)
+    if module == "sparse":      # mx.sym.sparse.<x>: the _sparse_<x> op if any, else the plain op
+        for op_name in (f"_sparse_{attr_name}", attr_name, f"_{attr_name}"):
+            if registry.exists(op_name):
+                return wrapper(op_name)
     candidates = {"op": attr_name, "_internal": attr_name}
     op_name = candidates.get(module, f"_{module}_{attr_name}")
     if registry.exists(op_name) and _place(op_name) == (module, attr_name):

@@ -44,9 +44,10 @@ def test_load_mxnet_dict_and_single_array_files():
     assert len(single) == 1 and single[0].dtype == np.uint8 and single[0].shape == (2, 2, 2)
 
 
-def test_mxnet_sparse_arrays_load_as_dense():
-    """row_sparse and csr arrays saved by MXNet 1.9.1 come back as the equivalent dense arrays."""
+def test_mxnet_sparse_arrays_load_with_their_values():
+    """row_sparse and csr arrays saved by MXNet 1.9.1 come back sparse, with their values."""
     rows, csr = mx.nd.load(_fixture("mxnet_sparse.nd"))
+    assert (rows.stype, csr.stype) == ("row_sparse", "csr")
     assert rows.dtype == np.float32 and rows.shape == (4, 3)
     np.testing.assert_array_equal(rows.asnumpy(), [[0, 0, 0], [1, 2, 3], [0, 0, 0], [4, 5, 6]])
     assert csr.dtype == np.float64

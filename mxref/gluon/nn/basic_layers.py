@@ -145,11 +145,12 @@ class Embedding(HybridBlock):
     def __init__(self, input_dim: int, output_dim: int, dtype="float32", weight_initializer=None,
                  sparse_grad: bool = False, **kwargs):
         super().__init__(**kwargs)
-        if sparse_grad:
-            raise ValueError("Embedding: sparse_grad=True (row_sparse gradients) is not supported")
-        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype}
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
+                        "sparse_grad": sparse_grad}
+        # sparse_grad: the gradient is row_sparse (only the rows a batch looked up).
         self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer,
-                                      dtype=dtype, allow_deferred_init=True)
+                                      dtype=dtype, allow_deferred_init=True,
+                                      grad_stype="row_sparse" if sparse_grad else "default")
 
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name="fwd", **self._kwargs)

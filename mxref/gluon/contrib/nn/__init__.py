@@ -1,0 +1,4 @@
+"""``mx.gluon.contrib.nn``: contributed layers."""
+from .basic_layers import SparseEmbedding  # noqa: F401
+
+__all__ = ["SparseEmbedding"]
