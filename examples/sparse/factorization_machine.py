@@ -129,7 +129,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--k", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=0.2)
+    ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--sigma", type=float, default=0.01)
     ap.add_argument("--plot", default="factorization_machine.png")
     args = ap.parse_args(argv)

@@ -47,7 +47,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--kvstore", default="local")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=512)
-    ap.add_argument("--lr", type=float, default=0.5)
+    ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--optimizer", default="adagrad", choices=["sgd", "adagrad", "adam", "ftrl"])
     ap.add_argument("--plot", default="linear_classification.png")
     args = ap.parse_args(argv)
