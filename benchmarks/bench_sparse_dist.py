@@ -73,8 +73,9 @@ def _loop(mx, kv, args, dense: bool, counted) -> dict:
         batches = []
         for _ in range(4):
             ids = np.sort(rng.choice(ROWS, TOUCHED, replace=False)).astype(np.int64)
-            batches.append((mx.nd.sparse.row_sparse_array((np.ones((TOUCHED, DIM), np.float32), ids),
-                                                          shape=(ROWS, DIM)), mx.nd.array(ids, dtype="int64")))
+            rows = np.ones((TOUCHED, DIM), np.float32)
+            grad = mx.nd.sparse.row_sparse_array((rows, ids), shape=(ROWS, DIM))
+            batches.append((grad, mx.nd.array(ids, dtype="int64")))
 
     def step(i):
         if dense:
@@ -123,7 +124,8 @@ def _workers_json(out: str) -> list:
 
 
 def _flags(args) -> list:
-    return ["--steps", str(args.steps), "--dense-steps", str(args.dense_steps), "--repeats", str(args.repeats)]
+    return ["--steps", str(args.steps), "--dense-steps", str(args.dense_steps),
+            "--repeats", str(args.repeats)]
 
 
 def _mxref_run(args, role: str) -> list:

@@ -1,4 +1,4 @@
-"""Factorization machines (FM) and field-aware FMs (FFM, libffm's model) on CTR-like data, on parameter servers.
+"""Factorization machines (FM) and field-aware FMs (FFM, libffm's model) on parameter servers.
 
     python examples/sparse/ctr_data.py --out /tmp/ctr
     python examples/sparse/factorization_machine.py --data /tmp/ctr --model fm --kvstore local

@@ -138,7 +138,8 @@ def main(argv=None) -> dict:
     if args.text == "generated":
         cls = {w: c for c, ws in CLASSES.items() for w in ws}
         scored = [i for i, w in enumerate(vocab) if w in cls]
-        result["same_class"] = float(np.mean([cls.get(vocab[nearest[i, 0]]) == cls[vocab[i]] for i in scored]))
+        same = [cls.get(vocab[nearest[i, 0]]) == cls[vocab[i]] for i in scored]
+        result["same_class"] = float(np.mean(same))
         shown = ["cat", "bread", "river", "red", "eats"]
     else:
         shown = [vocab[i] for i in np.argsort(-counts)[10:15]]

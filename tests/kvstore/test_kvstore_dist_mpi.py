@@ -105,3 +105,11 @@ def test_row_sparse_closed_forms(mode, workers, servers):
     """Worker r pushes rows {r, r+1} with value r+1: every pull of row i sees the sum of its
     pushers (row_sparse_pull of unsorted, repeated ids over the servers' row ranges, and a pull)."""
     assert_all_ok(run_job("kv_sparse.py", workers, servers, mode, timeout=120), workers)
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("workers,servers", [(2, 1), (3, 2)])
+def test_module_row_sparse_weight_on_dist_sync(workers, servers):
+    """Module with a row_sparse weight, Module.prepare and update_on_kvstore: every worker's
+    weights equal numpy SGD summing the shards' gradients each step."""
+    assert_all_ok(run_job("kv_sparse_module.py", workers, servers, timeout=120), workers)

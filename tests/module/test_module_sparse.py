@@ -1,0 +1,36 @@
+"""Module training with a row_sparse weight, as MXNet's sparse examples do it: a csr ``data``
+Variable, ``sparse.dot`` with a row_sparse ``weight``, ``update_on_kvstore`` and
+``Module.prepare(batch, sparse_row_id_fn)``. The trained weights equal the same SGD in numpy,
+each ``prepare`` pulls exactly the batch's rows, and the model learns its tiny problem."""
+import numpy as np
+import pytest
+import sparse_logreg as lr
+
+import mxref as mx
+
+
+@pytest.mark.timeout(60)
+def test_module_sparse_training_equals_numpy_sgd(tmp_path):
+    path = tmp_path / "d.libsvm"
+    lr.write_data(path)
+    w, b, pulled = lr.train_module(path, mx.kv.create("local"))
+    ref_w, ref_b = lr.train_numpy(path)
+    np.testing.assert_allclose(w[:, 0], ref_w, rtol=1e-4, atol=1e-5)
+    assert abs(b - ref_b) < 1e-4
+    assert all(got == want for got, want in pulled), pulled[:2]     # only the batch's rows
+    assert lr.accuracy(path, w[:, 0], b) > 0.85
+
+
+def test_prepare_warns_without_a_store_update(tmp_path):
+    path = tmp_path / "d.libsvm"
+    lr.write_data(path)
+    x = mx.sym.Variable("data", stype="csr")
+    w = mx.sym.Variable("weight", shape=(lr.FEATURES, 1), stype="row_sparse")
+    net = mx.sym.LogisticRegressionOutput(mx.sym.sparse.dot(x, w), mx.sym.Variable("softmax_label"))
+    it = lr.batches(path)
+    mod = mx.mod.Module(net, data_names=["data"], label_names=["softmax_label"])
+    mod.bind(data_shapes=it.provide_data, label_shapes=[("softmax_label", (lr.BATCH, 1))])
+    mod.init_params()
+    mod.init_optimizer(kvstore=None)
+    with pytest.warns(UserWarning, match="not updated in the KVStore"):
+        mod.prepare(next(iter(it)), sparse_row_id_fn=lambda d: {"weight": d.data[0].indices})
