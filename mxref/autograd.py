@@ -177,6 +177,9 @@ def _alias(x: NDArray) -> NDArray:
 
 
 def _spec(x: NDArray) -> tuple:
+    """``(shape, dtype, ctx)`` of a value not kept; a sparse one adds its stype."""
+    if x._sparse:
+        return (x._shape, x._dtype, x._chunk.ctx, x.stype)
     return (x._shape, x._dtype, x._chunk.ctx)
 
 
@@ -354,8 +357,8 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
         values[slot] = _with_entry(v, NodeEntry(n, k, 0) if is_output else n.inputs[k]) if create_graph else v
     for slot, pos, k in plan.ghosts:
         # a value the backward op reads only for its shape (``ignore_inputs``): no memory
-        shape, dtype, ctx = topo[pos].extra["ag"].outs[k]
-        values[slot] = _memoryless(shape, ctx, dtype)
+        spec = topo[pos].extra["ag"].outs[k]
+        values[slot] = _memoryless(spec[0], spec[2], spec[1], *spec[3:])
     functions = {s.function: (topo[s.function].extra["function"], topo[s.function].extra["input_shapes"])
                  for s in plan.steps if s.function is not None}
     xs = [topo[i] for i in plan.xs]

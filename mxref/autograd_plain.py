@@ -153,7 +153,7 @@ def _forward(v, entry: NodeEntry, link: bool) -> NDArray:
     """A kept forward value (linked to its entry if ``link``), or for one not kept, its
     ``(shape, dtype, ctx)``: a stand-in without memory, for a backward op that reads only the shape."""
     if type(v) is tuple:
-        return _memoryless(v[0], v[2], v[1])
+        return _memoryless(v[0], v[2], v[1], *v[3:])
     return ag._with_entry(v, entry) if link else v
 
 
@@ -169,6 +169,6 @@ def _gradient_of(grads: Dict, x: NodeEntry) -> NDArray:
     """Step 3's input: what reached variable ``x``, zeros if nothing did."""
     g = _sum(grads.get((id(x.node), x.index), []))
     if g is None:
-        shape, dtype, ctx = x.node.extra["ag"].outs[0]
+        shape, dtype, ctx = x.node.extra["ag"].outs[0][:3]
         g = imperative.invoke_name("zeros_like", [_memoryless(shape, ctx, dtype)], {})[0]
     return g

@@ -413,10 +413,15 @@ def _empty(shape, ctx, dtype) -> NDArray:
     return NDArray(Chunk(nbytes, ctx, _engine.get().new_variable()), shape, dtype, 0)
 
 
-def _memoryless(shape, ctx, dtype) -> NDArray:
+def _memoryless(shape, ctx, dtype, stype: str = "default") -> NDArray:
     """An array that has a shape and dtype but no memory, for code that never reads it: a
     zero-size chunk, with a zero-strided read-only view of one zero as its numpy view (a value
-    a backward op reads only for its shape, a data input a CachedOp takes from its caller)."""
+    a backward op reads only for its shape, a data input a CachedOp takes from its caller).
+    A sparse ``stype`` gives a sparse array with no stored entries (which keeps the backward
+    op's storage inference right: ``take`` of a row_sparse array has a row_sparse gradient)."""
+    if stype != "default":
+        from .sparse import new_sparse  # noqa: PLC0415 - sparse.py imports this module
+        return new_sparse(stype, shape, ctx, dtype)
     dtype = np.dtype(dtype)
     arr = NDArray(Chunk(0, ctx, _engine.get().new_variable()), tuple(shape), dtype, 0)
     arr._np = np.broadcast_to(np.zeros((), dtype), tuple(shape))

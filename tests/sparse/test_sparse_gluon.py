@@ -120,3 +120,22 @@ def test_row_sparse_parameter_api():
         dense.row_sparse_data(row_id)
     with pytest.raises(mx.MXNetError, match="stype must be"):
         gluon.Parameter("bad", shape=(2,), stype="coo")
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_take_of_a_row_sparse_array_has_a_row_sparse_gradient(plain):
+    """take(rsp, ids) backward: row_sparse, repeated ids summed, on both backward paths."""
+    from mxref.ndarray import imperative
+    rng = np.random.default_rng(5)
+    dense = rng.standard_normal((10, 3)).astype(np.float32)
+    with imperative.plain_paths(plain):
+        w = mx.nd.array(dense).tostype("row_sparse")
+        w.attach_grad(stype="row_sparse")
+        with autograd.record():
+            loss = _loss(mx.nd.take(w, mx.nd.array([1, 3, 3])))
+        loss.backward()
+    assert w.grad.stype == "row_sparse" and w.grad.indices.asnumpy().tolist() == [1, 3]
+    want = np.zeros_like(dense)
+    want[1] = 2 * dense[1] + 1
+    want[3] = 2 * (2 * dense[3] + 1)
+    np.testing.assert_allclose(w.grad.asnumpy(), want, rtol=1e-6)

@@ -16,7 +16,7 @@ Layout, as MXNet's:
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ...base import MXNetError
 from .. import registry
 
 __all__ = ["CSR", "RowSparse", "IDX", "todense", "fromdense", "stype_of", "register_storage",
-           "dense_like", "empty_of"]
+           "empty_of"]
 
 IDX = np.dtype(np.int64)     # MXNet's default index dtype for both sparse formats
 STYPES = ("default", "row_sparse", "csr")
@@ -117,11 +117,6 @@ def fromdense(a: np.ndarray, stype: str):
     raise MXNetError(f"unknown storage type {stype!r} (expected one of {list(STYPES)})")
 
 
-def dense_like(x) -> np.ndarray:
-    """Alias of ``todense`` that reads better where a kernel densifies one operand on purpose."""
-    return todense(x)
-
-
 def register_storage(names, infer_storage: Callable[[dict, List[str]], Optional[List[str]]],
                      fcompute_ex: Callable, sparse_from_dense: bool = False) -> None:
     """Give the registered operators ``names`` a sparse kernel for the storage types that
@@ -133,14 +128,3 @@ def register_storage(names, infer_storage: Callable[[dict, List[str]], Optional[
         op.fcompute_ex = fcompute_ex
         op.sparse_from_dense = sparse_from_dense
 
-
-def only(*combos: Sequence[str], out: Sequence[str]) -> Callable:
-    """An ``infer_storage`` that accepts exactly the input combinations ``combos`` (tuples of
-    stypes) and then gives the outputs ``out``."""
-    accepted = {tuple(c) for c in combos}
-    result = list(out)
-
-    def infer(params, in_stypes):
-        return result if tuple(in_stypes) in accepted else None
-
-    return infer

@@ -25,7 +25,7 @@ from ..._ext import switch as _switch
 from .. import linalg  # noqa: F401 - registers 'dot' / '_backward_dot' first
 from ..parallel import parallel_for
 from ..registry import assign
-from .base import CSR, IDX, RowSparse, register_storage, todense
+from .base import CSR, IDX, RowSparse, fromdense, register_storage, todense
 
 # -------------------------------------------------------------------------------------------
 # Reference kernels (numpy, vectorised): every fast path is compared with these
@@ -156,7 +156,6 @@ def _dot_storage(params, in_stypes):
 
 
 def _as_stype(value, stype: str, shape):
-    from .base import fromdense  # noqa: PLC0415 - same package, kept local for clarity
     if stype == "default":
         return todense(value).reshape(shape) if not isinstance(value, np.ndarray) else value.reshape(shape)
     if isinstance(value, np.ndarray):

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import add_n, broadcast, elemwise, scalar  # noqa: F401 - registers the ops first
 from ..registry import assign
-from .base import CSR, IDX, RowSparse, register_storage, todense
+from .base import CSR, IDX, RowSparse, fromdense, register_storage, todense
 
 ZERO_PRESERVING = ("abs", "sign", "sqrt", "square", "relu", "negative", "round", "rint", "ceil",
                    "floor", "trunc", "fix", "expm1", "log1p", "sin", "tan", "arcsin", "arctan",
@@ -100,7 +100,6 @@ def _sum_ex_for(signs_of):
         elif all(isinstance(v, RowSparse) for v in inputs):
             _replace(out, rsp_sum(inputs, signs))
         else:   # csr ± csr: through dense rows of the result's shape, kept csr
-            from .base import fromdense  # noqa: PLC0415
             acc = np.zeros(out.shape, inputs[0].dtype)
             _dense_sum(inputs, signs, acc, ["write"])
             _replace(out, fromdense(acc, "csr"))
