@@ -9,6 +9,7 @@ import numpy as np
 from ..base import MXNetError
 from ..context import cpu
 from ..ndarray import NDArray
+from ..ndarray import sparse as _sparse
 from ..ndarray.ndarray import _from_numpy
 from .base import DataDesc, DataIter
 from .libsvm_reader import DEFAULT_CHUNK, CSRChunk, iter_part, part_bytes
@@ -234,5 +235,4 @@ def _empty_rows(n: int) -> CSRChunk:
 
 
 def _csr(chunk: CSRChunk, shape) -> NDArray:
-    from ..ndarray import sparse  # noqa: PLC0415 - the sparse storage classes
-    return sparse.csr_matrix((chunk.data, chunk.indices, chunk.indptr), shape=shape)
+    return _sparse.csr_matrix((chunk.data, chunk.indices, chunk.indptr), shape=shape)

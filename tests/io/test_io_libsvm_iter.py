@@ -149,3 +149,25 @@ def test_bad_arguments(svm):
         mx.io.LibSVMIter(data_libsvm=svm, data_shape=(10,), batch_size=2, num_parts=2, part_index=2)
     with pytest.raises(MXNetError, match="round_batch needs"):
         mx.io.LibSVMIter(data_libsvm=svm, data_shape=(10,), batch_size=20).next_csr()
+
+
+def test_batches_are_csr_ndarrays(tmp_path, svm):
+    """next(it) gives a DataBatch whose data is a CSRNDArray and whose label is dense (or csr with
+    label_libsvm), as MXNet's LibSVMIter."""
+    it = mx.io.LibSVMIter(data_libsvm=svm, data_shape=(10,), batch_size=3)
+    batches = list(it)
+    assert [b.pad for b in batches] == [0, 1]
+    x = batches[0].data[0]
+    assert x.stype == "csr" and x.shape == (3, 10)
+    np.testing.assert_array_equal(x.asnumpy(), DENSE[:3])
+    assert x.indptr.asnumpy().tolist() == [0, 2, 3, 3]
+    np.testing.assert_array_equal(batches[1].data[0].asnumpy(), np.concatenate([DENSE[3:], DENSE[:1]]))
+    assert batches[0].label[0].stype == "default"
+    assert batches[0].label[0].asnumpy().tolist() == LABELS[:3]
+    lab = tmp_path / "l.libsvm"
+    lab.write_text("0 1:2\n0\n0 0:1\n0 2:1\n0 1:1\n")
+    it = mx.io.LibSVMIter(data_libsvm=svm, data_shape=(10,), label_libsvm=str(lab), label_shape=(3,),
+                          batch_size=5)
+    y = next(iter(it)).label[0]
+    assert y.stype == "csr"
+    np.testing.assert_array_equal(y.asnumpy(), [[0, 2, 0], [0, 0, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0]])

@@ -100,7 +100,8 @@ def test_module_fit_and_gluon_trainer_data_parallel():
 
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize("mode,workers,servers", [("dist_sync", 2, 1), ("dist_sync", 3, 2),
-                                                  ("dist_async", 3, 1), ("dist_ssp", 2, 2)])
+                                                  ("dist_async", 3, 1), ("dist_ssp", 2, 2),
+                                                  ("dist_ssp", 3, 1)])
 def test_row_sparse_closed_forms(mode, workers, servers):
     """Worker r pushes rows {r, r+1} with value r+1: every pull of row i sees the sum of its
     pushers (row_sparse_pull of unsorted, repeated ids over the servers' row ranges, and a pull)."""
