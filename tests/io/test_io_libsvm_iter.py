@@ -171,3 +171,23 @@ def test_batches_are_csr_ndarrays(tmp_path, svm):
     y = next(iter(it)).label[0]
     assert y.stype == "csr"
     np.testing.assert_array_equal(y.asnumpy(), [[0, 2, 0], [0, 0, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0]])
+
+
+# MXNet 1.9.1's LibSVMIter(num_parts=n, part_index=p) on the file below: (first, last) label of
+# each part (the label is the line number).
+MXNET_PARTS = {2: [(0, 50), (51, 100)], 3: [(0, 33), (34, 67), (68, 100)],
+               4: [(0, 25), (26, 50), (51, 75), (76, 100)],
+               5: [(0, 20), (21, 40), (41, 60), (61, 80), (81, 100)]}
+
+
+@pytest.mark.parametrize("num_parts", sorted(MXNET_PARTS))
+def test_shards_match_mxnet(tmp_path, num_parts):
+    """The byte-range shards hold the same lines as MXNet's (dmlc's InputSplit) for the same file."""
+    path = tmp_path / "p.libsvm"
+    path.write_text("".join(f"{i} " + " ".join(f"{j}:1" for j in range(i % 7, 50, 3 + i % 5)) + "\n"
+                            for i in range(101)))
+    got = []
+    for p in range(num_parts):
+        labels = [int(x) for c in iter_part(str(path), 50, num_parts, p) for x in c.labels]
+        got.append((labels[0], labels[-1]))
+    assert got == MXNET_PARTS[num_parts]
