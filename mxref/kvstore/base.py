@@ -62,6 +62,9 @@ def copy_into(src: NDArray, dst: NDArray, priority: int, name: str = "KVStoreCop
     """
     if src is dst or (src._chunk is dst._chunk and src._offset == dst._offset):
         return
+    if _is_rsp(dst) or _is_rsp(src):
+        src.copyto(dst)      # a storage cast (cast_storage), itself an engine operation
+        return
     if is_host(src.context) and is_host(dst.context):
         def copy(run_ctx):
             dst._data()[...] = src._data()
@@ -264,9 +267,10 @@ class KVStore:
         """Copy the stored values into ``out``; a list of outputs for one key is a broadcast.
 
         The copies run after every push already issued on the key (engine ordering), so the
-        outputs see the latest value once read. A row_sparse key pulls its whole value: into a
-        dense ``out`` always, into a row_sparse ``out`` only with ``ignore_sparse=False`` (with
-        the default such outputs are left alone, as in MXNet; use ``row_sparse_pull``).
+        outputs see the latest value once read. With ``ignore_sparse`` (the default, as in MXNet)
+        row_sparse outputs are left alone (use ``row_sparse_pull``); with ``ignore_sparse=False``
+        they get the whole value, cast to row_sparse. A row_sparse key's whole value goes into
+        dense outputs either way.
         """
         if out is None:
             raise MXNetError("kvstore.pull: out= is required (an NDArray or a list of them)")
@@ -274,11 +278,12 @@ class KVStore:
         for k, arrays in groups:
             self._check_arrays(k, arrays, "pull")
         for k, arrays in groups:
+            if ignore_sparse:
+                arrays = [a for a in arrays if not _is_rsp(a)]
             if k in self._rsp:
                 for a in arrays:
-                    if not (ignore_sparse and _is_rsp(a)):
-                        self._rsp_pull(k, a, None, priority)
-            else:
+                    self._rsp_pull(k, a, None, priority)
+            elif arrays:
                 self._pull_impl(k, arrays, priority)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:

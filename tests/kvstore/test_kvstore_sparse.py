@@ -101,3 +101,17 @@ def test_refusals_name_the_key(kv_type):
     store.row_sparse_pull("w", out=out, row_ids=mx.nd.array([6]))
     with pytest.raises(mx.MXNetError, match=r"row ids \[6(\.0)?\] are not rows of \[0, 6\)"):
         out.asnumpy()
+
+
+def test_pull_of_a_dense_key_into_row_sparse_out(kv_type):
+    """ignore_sparse=True (the default) leaves a row_sparse out alone; False casts the value."""
+    store = _store(kv_type)
+    value = np.zeros(SHAPE, np.float32)
+    value[[1, 4]] = [[1, 2], [3, 4]]
+    store.init(0, mx.nd.array(value))
+    out = sparse.zeros("row_sparse", SHAPE)
+    store.pull(0, out=out)
+    assert out.asnumpy().sum() == 0
+    store.pull(0, out=out, ignore_sparse=False)
+    assert out.stype == "row_sparse" and out.indices.asnumpy().tolist() == [1, 4]
+    np.testing.assert_array_equal(out.asnumpy(), value)
