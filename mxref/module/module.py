@@ -396,6 +396,9 @@ class Module(BaseModule):
                               "row_sparse_pull.", UserWarning, stacklevel=2)
                 continue
             self._kvstore.row_sparse_pull(name, arrays, row_ids=ids, priority=-idx)
+            # The devices' copy changed: get_params must read it again (after fit's last
+            # epoch-end sync, a prepare with every row is what makes the weights complete).
+            self._params_dirty = True
 
     def forward(self, data_batch, is_train: Optional[bool] = None) -> None:
         """Push the forward pass; a batch of a new shape re-binds first (``reshape``)."""

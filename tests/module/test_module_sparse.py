@@ -71,3 +71,22 @@ def test_two_devices_equal_numpy_sgd(tmp_path, monkeypatch, on_kvstore):
     ref_w, ref_b = lr.train_numpy(path)
     np.testing.assert_allclose(args["weight"].asnumpy()[:, 0], ref_w, rtol=1e-4, atol=1e-5)
     assert abs(float(args["bias"].asnumpy()[0]) - ref_b) < 1e-4
+
+
+@pytest.mark.timeout(60)
+def test_fit_with_sparse_row_id_fn(tmp_path):
+    """Module.fit(..., sparse_row_id_fn=) prepares each next batch, as MXNet's fit: it learns."""
+    path = tmp_path / "d.libsvm"
+    lr.write_data(path)
+    x = mx.sym.Variable("data", stype="csr")
+    w = mx.sym.Variable("weight", shape=(lr.FEATURES, 1), stype="row_sparse")
+    b = mx.sym.Variable("bias", shape=(1,))
+    net = mx.sym.LogisticRegressionOutput(mx.sym.broadcast_add(mx.sym.sparse.dot(x, w), b),
+                                          mx.sym.reshape(mx.sym.Variable("softmax_label"), shape=(-1, 1)))
+    mod = mx.mod.Module(net, data_names=["data"], label_names=["softmax_label"])
+    mod.fit(lr.batches(path), kvstore=mx.kv.create("local"), num_epoch=6, optimizer="sgd",
+            optimizer_params={"learning_rate": lr.LR}, initializer=mx.init.Normal(0.1),
+            sparse_row_id_fn=lambda d: {"weight": d.data[0].indices})
+    mod.prepare(None, sparse_row_id_fn=lambda d: {"weight": mx.nd.arange(0, lr.FEATURES, dtype="int64")})
+    args, _ = mod.get_params()
+    assert lr.accuracy(path, args["weight"].asnumpy()[:, 0], float(args["bias"].asnumpy()[0])) > 0.85
