@@ -8,7 +8,7 @@ subprocess on the same data (written once to an .npz); each prints the median mi
 ``--repeats`` calls after a warm-up, and this script prints them side by side with the ratio
 MXNet time / mxref time (above 1: mxref is faster).
 
-    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/bench_sparse_dot.py --repeats 15
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_sparse_dot.py --repeats 15 --rounds 5
 """
 from __future__ import annotations
 
@@ -77,6 +77,8 @@ def main() -> None:
     ap.add_argument("--nnz", type=int, default=30)
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="runs of every system, interleaved (the machine's load drifts)")
     ap.add_argument("--worker", default=None)
     ap.add_argument("--data", default=None)
     args = ap.parse_args()
@@ -94,18 +96,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "dot.npz")
         make_data(path, args.rows, args.cols, args.nnz, args.width)
-        results = {}
+        runs = {}
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
-        for name, python in systems:
-            cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path,
-                   "--repeats", str(args.repeats)]
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-            if out.returncode != 0:
-                print(f"{name}: failed\n{out.stderr[-1500:]}")
-                continue
-            results[name] = json.loads(out.stdout.strip().splitlines()[-1])
+        for _ in range(args.rounds):
+            for name, python in systems:
+                cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path,
+                       "--repeats", str(args.repeats)]
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+                if out.returncode != 0:
+                    print(f"{name}: failed\n{out.stderr[-1500:]}")
+                    continue
+                runs.setdefault(name, []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+        # The median over rounds of each system's median time.
+        results = {name: {"dot": float(np.median([r["dot"] for r in rs])),
+                          "dot_t": float(np.median([r["dot_t"] for r in rs])),
+                          "stype_t": rs[0].get("stype_t", "")} for name, rs in runs.items()}
     print(f"dot of a {args.rows} x {args.cols} csr ({args.nnz} nnz/row) with {args.width} dense columns, "
-          f"median ms of {args.repeats}")
+          f"median ms of {args.repeats} calls, median of {args.rounds} interleaved rounds")
     print(f"{'system':<14}{'csr.dense':>12}{'csr.T.dense':>14}")
     for name, r in results.items():
         print(f"{name:<14}{r['dot']:>12.2f}{r['dot_t']:>14.2f}   {r.get('stype_t', '')}")

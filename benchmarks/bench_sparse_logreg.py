@@ -9,7 +9,7 @@ features) and to the bias. Each system runs in its own subprocess on the same ba
 once to an .npz) and reports samples/s of ``--repeats`` blocks of ``--iters`` steps; the final
 log-loss on the batches is printed too, so both are seen to train the same model.
 
-    PYTHONPATH=. /work/main/.venv/bin/python benchmarks/bench_sparse_logreg.py --iters 20 --repeats 3
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_sparse_logreg.py --iters 20 --repeats 3 --rounds 5
 """
 from __future__ import annotations
 
@@ -110,6 +110,8 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--lr", type=float, default=5.0)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="runs of every system, interleaved (the machine's load drifts)")
     ap.add_argument("--worker", default=None)
     ap.add_argument("--data", default=None)
     args = ap.parse_args()
@@ -123,16 +125,20 @@ def main() -> None:
         make_data(path, args.batches, args.batch, args.features, args.nnz)
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"),
                    MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
-        for name, python in systems:
-            cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path, "--iters",
-                   str(args.iters), "--repeats", str(args.repeats), "--lr", str(args.lr)]
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
-            if out.returncode != 0:
-                print(f"{name}: failed\n{out.stderr[-2000:]}")
-                continue
-            results[name] = json.loads(out.stdout.strip().splitlines()[-1])
+        for _ in range(args.rounds):      # interleaved: the machine's load drifts
+            for name, python in systems:
+                cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path, "--iters",
+                       str(args.iters), "--repeats", str(args.repeats), "--lr", str(args.lr)]
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+                if out.returncode != 0:
+                    print(f"{name}: failed\n{out.stderr[-2000:]}")
+                    continue
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                if name in results:
+                    r["rates"] = results[name]["rates"] + r["rates"]
+                results[name] = r
     print(f"sparse logistic regression: {args.features} features, batch {args.batch}, {args.nnz} nnz/row; "
-          f"samples/s of {args.repeats} blocks of {args.iters} steps")
+          f"samples/s of {args.repeats} blocks of {args.iters} steps, {args.rounds} interleaved rounds")
     for name, r in results.items():
         rates = ", ".join(f"{v:.0f}" for v in r["rates"])
         print(f"{name:<8} median {np.median(r['rates']):>9.0f}  ({rates})  log-loss after "

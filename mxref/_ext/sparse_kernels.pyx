@@ -11,7 +11,7 @@ that. The loops release the GIL, so ``mxref/ops/parallel.py`` can give ranges of
 threads.
 """
 from cython cimport floating
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int64_t
 
 
 def csr_dns_rows(const floating[::1] data, const int64_t[::1] indices, const int64_t[::1] indptr,
@@ -48,28 +48,52 @@ def csrt_dns_scatter(const floating[::1] data, const int64_t[::1] slot, const in
                     rows[s, j] = rows[s, j] + p
 
 
-def unique_columns(const int64_t[::1] indices, int32_t[::1] work, int64_t[::1] cols,
-                   int64_t[::1] slot):
+def unique_columns(const int64_t[::1] indices, int64_t ncols, int64_t[::1] cols, int64_t[::1] slot,
+                   int64_t[::1] order, int64_t[::1] scratch):
     """The sorted distinct values of ``indices`` (into ``cols``; returns how many) and the place
     of each entry's value among them (into ``slot``): ``np.unique(..., return_inverse=True)``.
 
-    ``work`` has one int32 per possible value, all -1 on entry and again on return; values are
-    marked, then one scan in value order numbers the marked ones (MXNet's ``row_flg`` prefix
-    sum), so the cost is one pass over ``work`` instead of a sort of ``indices``.
+    A stable LSD radix sort of the entries by value, 11 bits per pass (two passes for a million
+    columns), then one walk in sorted order: O(entries) work on arrays the size of the batch, so
+    the number of columns costs nothing but passes. ``order`` and ``scratch`` are workspaces of
+    ``len(indices)`` entries.
     """
-    cdef Py_ssize_t e, c, k = 0, n = indices.shape[0], m = work.shape[0]
+    cdef Py_ssize_t n = indices.shape[0], t, e, k = 0
+    cdef int64_t counts[2048]
+    cdef int64_t shift = 0, total, c, prev
+    cdef int64_t[::1] src = order, dst = scratch, swap
+    if n == 0:
+        return 0
     with nogil:
-        for e in range(n):
-            work[indices[e]] = -2
-        for c in range(m):
-            if work[c] == -2:
-                work[c] = <int32_t>k
-                cols[k] = c
+        for t in range(n):
+            src[t] = t
+        while shift == 0 or (ncols - 1) >> shift > 0:
+            for c in range(2048):
+                counts[c] = 0
+            for t in range(n):
+                counts[(indices[src[t]] >> shift) & 2047] += 1
+            total = 0
+            for c in range(2048):
+                total, counts[c] = total + counts[c], total
+            for t in range(n):
+                e = src[t]
+                c = (indices[e] >> shift) & 2047
+                dst[counts[c]] = e
+                counts[c] += 1
+            swap = src
+            src = dst
+            dst = swap
+            shift += 11
+            if shift >= 63:
+                break
+        prev = -1
+        for t in range(n):
+            e = src[t]
+            if indices[e] != prev:
+                prev = indices[e]
+                cols[k] = prev
                 k += 1
-        for e in range(n):
-            slot[e] = work[indices[e]]
-        for c in range(k):
-            work[cols[c]] = -1
+            slot[e] = k - 1
     return k
 
 
@@ -95,3 +119,22 @@ def sgd_rows(floating[:, ::1] w, const floating[:, ::1] grad, const int64_t[::1]
                         g = -clip
                 g = g * f_lr
                 w[r, j] = w[r, j] * decay - g
+
+
+def csrt_dns_scatter_slots(const floating[::1] data, const int64_t[::1] slot, const int64_t[::1] indptr,
+                           const floating[:, ::1] b, floating[:, ::1] rows, Py_ssize_t lo, Py_ssize_t hi):
+    """``csrt_dns_scatter`` over every entry, writing only result rows ``lo <= slot < hi``: threads
+    given disjoint slot ranges never write the same row, and each row still sums in entry order."""
+    cdef Py_ssize_t i, e, j, n = b.shape[1], m = indptr.shape[0] - 1
+    cdef int64_t s
+    cdef floating v, p
+    with nogil:
+        for i in range(m):
+            for e in range(indptr[i], indptr[i + 1]):
+                s = slot[e]
+                if s < lo or s >= hi:
+                    continue
+                v = data[e]
+                for j in range(n):
+                    p = v * b[i, j]
+                    rows[s, j] = rows[s, j] + p

@@ -10,6 +10,8 @@ from ..context import Context
 from ..ndarray import NDArray
 from ..ndarray import array as _nd_array
 from ..ndarray.ndarray import _empty
+from ..ndarray.sparse import _from_value as _sparse_from_value
+from ..ops.sparse.base import CSR
 from .base import DataBatch, DataDesc, DataIter
 
 __all__ = ["NDArrayIter"]
@@ -26,9 +28,16 @@ class _Source:
         self.name = name
         self.array = array
         self.ctx: Context = array.context
-        # Batches are gathered on the host; for a CPU array the host view costs nothing.
+        # Batches are gathered on the host; for a CPU array the host view costs nothing. A csr
+        # array stays csr (its dense form may not fit in memory): its rows are gathered as csr.
         array.wait_to_read()
-        self.host = array._data() if array.context.device_type == "cpu" else array.asnumpy()
+        if array.stype == "csr":
+            self.host = array._value()
+        elif array._sparse:
+            raise MXNetError(f"NDArrayIter: input {name!r} is {array.stype}; only csr and dense "
+                             "inputs are supported (as in MXNet)")
+        else:
+            self.host = array._data() if array.context.device_type == "cpu" else array.asnumpy()
 
 
 def _init_sources(data, allow_empty: bool, default_name: str, what: str) -> List[_Source]:
@@ -59,8 +68,22 @@ def _init_sources(data, allow_empty: bool, default_name: str, what: str) -> List
     return sources
 
 
+def take_csr_rows(host: CSR, positions: np.ndarray) -> CSR:
+    """The rows ``positions`` of a csr matrix, as csr (vectorised: no loop over rows)."""
+    positions = np.asarray(positions, np.int64)
+    starts, lengths = host.indptr[positions], np.diff(host.indptr)[positions]
+    indptr = np.zeros(positions.size + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    # Entry t of the batch comes from starts[row of t] + (t - indptr[row of t]).
+    src = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1], dtype=np.int64)
+    return CSR(host.data[src], host.indices[src], indptr, (positions.size, host.shape[1]))
+
+
 def take_batch(host: np.ndarray, positions: np.ndarray, axis: int, ctx: Context) -> NDArray:
-    """A new NDArray on ``ctx`` holding ``host``'s examples ``positions`` along ``axis`` (one copy)."""
+    """A new NDArray on ``ctx`` holding ``host``'s examples ``positions`` along ``axis`` (one copy);
+    a csr ``host`` gives a CSRNDArray."""
+    if isinstance(host, CSR):
+        return _sparse_from_value(take_csr_rows(host, positions), ctx, host.data.dtype)
     shape = host.shape[:axis] + (len(positions),) + host.shape[axis + 1:]
     out = _empty(shape, ctx, host.dtype)
     # A fresh array has nothing queued on its variable, so it may be written right here.

@@ -259,7 +259,7 @@ class Module(BaseModule):
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             group = self._exec_group
-            self._arg_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype)
+            self._arg_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype, stype=block[0].stype)
                                 for name, block in zip(group.param_names, group.param_arrays)}
             self._aux_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype)
                                 for name, block in zip(self._aux_names, group.aux_arrays)}

@@ -5,7 +5,8 @@ Layout: ``chunk.py`` (memory + engine variable), ``ndarray.py`` (the class, view
 the reference steps), ``imperative.py`` (the same, tuned; the switch between the two),
 ``register.py`` (the generated ``mx.nd.<op>`` functions), ``utils.py`` (creation), ``io.py``
 (MXNet's binary save/load), ``random.py`` (``mx.nd.random``), ``sparse.py`` (``mx.nd.sparse``:
-csr and row_sparse arrays) and ``storage_dispatch.py`` (sparse kernels or the dense fallback).
+csr and row_sparse arrays; their constructors in ``sparse_create.py``) and
+``storage_dispatch.py`` (sparse kernels or the dense fallback).
 """
 from __future__ import annotations
 

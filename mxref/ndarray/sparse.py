@@ -28,17 +28,17 @@ from .. import engine as _engine
 from ..base import MXNetError, normalize_dtype
 from ..context import Context
 from ..ops import registry as _registry
-from ..ops.sparse.base import CSR, IDX, RowSparse, empty_of, fromdense, todense
+from ..ops.sparse.base import CSR, IDX, RowSparse, empty_of, todense
 from . import imperative as _imperative
 from .chunk import Chunk
 from .ndarray import NDArray, _from_numpy
-from .utils import _ctx, _shape
-from .utils import zeros as dense_zeros
+from .utils import _ctx
 
 __all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array",
            "zeros", "empty", "array", "cast_storage", "retain", "new_sparse"]
 
 _FLOAT32 = np.dtype(np.float32)
+_HOST = ("cpu", "cpu_pinned", "cpu_shared")
 
 
 class _State:
@@ -136,7 +136,8 @@ class BaseSparseNDArray(NDArray):
         src = self
 
         def copy(run_ctx):
-            target._store(src._wrap([np.copy(f) for f in src._fields(src._value())]))
+            # _store copies every field that is not already the target's own memory.
+            target._store(src._value())
 
         _engine.get().push_sync(copy, target._chunk.ctx, (src._chunk.var,), (target._chunk.var,),
                                 name="_copyto")
@@ -156,13 +157,13 @@ class BaseSparseNDArray(NDArray):
 
         def cast(run_ctx):
             fields = src._fields(src._value())
-            target._store(src._wrap([fields[0].astype(dt)] + [np.copy(f) for f in fields[1:]]))
+            target._store(src._wrap([fields[0].astype(dt)] + fields[1:]))
 
         _engine.get().push_sync(cast, self.context, (self._chunk.var,), (target._chunk.var,), name="Cast")
         return target
 
     def __setitem__(self, key, value) -> None:
-        """Only ``a[:] = value`` (an NDArray of any stype, a numpy array or a scalar 0), as MXNet."""
+        """Only ``a[:] = value`` (an NDArray of any stype, a numpy array or a number), as MXNet."""
         if not (isinstance(key, slice) and key == slice(None)):
             raise MXNetError(f"{type(self).__name__} supports assignment to [:] only, got {key!r}")
         if isinstance(value, NDArray):
@@ -171,9 +172,12 @@ class BaseSparseNDArray(NDArray):
             _from_numpy(value.astype(self._dtype), self.context).copyto(self)
         elif np.isscalar(value) and value == 0:
             zeros(self.stype, self._shape, self.context, self._dtype).copyto(self)
+        elif isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            # A nonzero fill stores every entry (every row): as dense, then cast.
+            _from_numpy(np.full(self._shape, value, self._dtype), self.context).copyto(self)
         else:
             raise MXNetError(f"{type(self).__name__}[:] = value: value must be an NDArray, a numpy "
-                             f"array or 0, got {type(value).__name__}")
+                             f"array or a number, got {type(value).__name__}")
 
     def __iter__(self):
         raise MXNetError(f"{type(self).__name__} does not support iteration")
@@ -284,6 +288,10 @@ def new_sparse(stype: str, shape, ctx: Context, dtype) -> BaseSparseNDArray:
         raise MXNetError(f"unknown sparse storage type {stype!r} (expected 'csr' or 'row_sparse')")
     if stype == "csr" and len(shape) != 2:
         raise MXNetError(f"csr arrays are 2-D, got shape {tuple(shape)}")
+    if ctx.device_type not in _HOST:
+        # NOTE: the sparse kernels are numpy ones; on a GPU they would silently run on the host.
+        raise MXNetError(f"{stype} arrays live on the CPU only; got context {ctx} "
+                         "(cast_storage to 'default' first to move the values to a GPU)")
     return cls(ctx, tuple(int(d) for d in shape), np.dtype(dtype))
 
 
@@ -297,158 +305,6 @@ def _rebuild(stype, fields, shape, ctx):
     arr = new_sparse(stype, shape, _ctx(ctx), fields[0].dtype)
     arr._store(arr._wrap(fields))
     return arr
-
-
-def _check(stype: str, fields, shape, what: str) -> None:
-    """Validate components before they become an array; errors name the field at fault."""
-    if stype == "csr":
-        data, indptr, indices = fields
-        if len(shape) != 2:
-            raise MXNetError(f"{what}: csr shape must be 2-D, got {tuple(shape)}")
-        if indptr.ndim != 1 or indptr.size != shape[0] + 1:
-            raise MXNetError(f"{what}: indptr must have shape[0] + 1 = {shape[0] + 1} entries, "
-                             f"got {indptr.shape}")
-        if indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-            raise MXNetError(f"{what}: indptr must start at 0 and never decrease, got {indptr.tolist()[:16]}")
-        if data.shape != (indptr[-1],) or indices.shape != (indptr[-1],):
-            raise MXNetError(f"{what}: data {data.shape} and indices {indices.shape} must both hold "
-                             f"indptr[-1] = {int(indptr[-1])} entries")
-        if indices.size and (indices.min() < 0 or indices.max() >= shape[1]):
-            raise MXNetError(f"{what}: column indices must lie in [0, {shape[1]}), got "
-                             f"[{int(indices.min())}, {int(indices.max())}]")
-    else:
-        data, indices = fields
-        if indices.ndim != 1 or data.shape != (indices.size,) + tuple(shape[1:]):
-            raise MXNetError(f"{what}: row_sparse data must have shape (len(indices),) + "
-                             f"{tuple(shape[1:])} = {(indices.size,) + tuple(shape[1:])}, got {data.shape}")
-        if indices.size and (indices.min() < 0 or indices.max() >= shape[0]):
-            raise MXNetError(f"{what}: row indices must lie in [0, {shape[0]}), got "
-                             f"[{int(indices.min())}, {int(indices.max())}]")
-        if indices.size > 1 and np.any(np.diff(indices) <= 0):
-            raise MXNetError(f"{what}: row indices must be sorted and unique")
-
-
-# ---------------------------------------------------------------------------------------------
-# Constructors (MXNet's mx.nd.sparse.csr_matrix, row_sparse_array, zeros, empty, array)
-# ---------------------------------------------------------------------------------------------
-
-def _host(x, dtype=None) -> np.ndarray:
-    return x.asnumpy() if isinstance(x, NDArray) else np.asarray(x, dtype=dtype)
-
-
-def _default_dtype(source, dtype):
-    if dtype is not None:
-        return normalize_dtype(dtype)
-    if isinstance(source, (np.ndarray, NDArray)):
-        return np.dtype(source.dtype)
-    return _FLOAT32
-
-
-def _is_scipy_sparse(x) -> bool:
-    return hasattr(x, "tocsr") and hasattr(x, "nnz")
-
-
-def csr_matrix(arg1, shape=None, ctx=None, dtype=None) -> CSRNDArray:
-    """A ``CSRNDArray`` from ``(data, indices, indptr)``, ``(data, (row, col))`` (COO),
-    a ``(rows, cols)`` shape (all zeros), a dense numpy array or NDArray, a CSRNDArray, or a
-    ``scipy.sparse`` matrix. The dtype is the source's for arrays, else float32."""
-    if isinstance(arg1, CSRNDArray):
-        return arg1.copyto(_ctx(ctx)) if dtype is None else arg1.astype(dtype)
-    if _is_scipy_sparse(arg1):
-        m = arg1.tocsr()
-        m.sum_duplicates()    # also sorts the column ids of each row
-        dt = normalize_dtype(dtype) if dtype is not None else np.dtype(m.dtype)
-        return csr_matrix((m.data, m.indices, m.indptr), shape=m.shape, ctx=ctx, dtype=dt)
-    if isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(d, (int, np.integer)) for d in arg1):
-        return zeros("csr", arg1, ctx, dtype)
-    if isinstance(arg1, tuple) and len(arg1) == 3:
-        dt = _default_dtype(arg1[0], dtype)
-        data, indices, indptr = _host(arg1[0], dt).astype(dt), _host(arg1[1]), _host(arg1[2])
-        if shape is None:
-            shape = (indptr.size - 1, int(indices.max()) + 1 if indices.size else 0)
-        fields = [data.reshape(-1), indptr.astype(IDX), indices.astype(IDX)]
-        _check("csr", fields, tuple(shape), "csr_matrix")
-        return _from_value(CSR(fields[0], fields[2], fields[1], tuple(shape)), ctx, dt)
-    if isinstance(arg1, tuple) and len(arg1) == 2:
-        dt = _default_dtype(arg1[0], dtype)
-        data = _host(arg1[0], dt).astype(dt).reshape(-1)
-        row, col = (_host(v).astype(IDX).reshape(-1) for v in arg1[1])
-        if shape is None:
-            shape = (int(row.max()) + 1 if row.size else 0, int(col.max()) + 1 if col.size else 0)
-        if not (data.size == row.size == col.size):
-            raise MXNetError(f"csr_matrix: data, row and col must have one length, got "
-                             f"{data.size}, {row.size}, {col.size}")
-        if row.size and (row.min() < 0 or row.max() >= shape[0] or col.min() < 0 or col.max() >= shape[1]):
-            raise MXNetError(f"csr_matrix: (row, col) coordinates out of range for shape {tuple(shape)}")
-        dense = np.zeros(shape, dt)
-        np.add.at(dense, (row, col), data)    # duplicates sum, as scipy's coo -> csr
-        return _from_value(fromdense(dense, "csr"), ctx, dt)
-    dt = _default_dtype(arg1, dtype)
-    dense = _host(arg1, dt).astype(dt)
-    if shape is not None and tuple(shape) != dense.shape:
-        raise MXNetError(f"csr_matrix: shape {tuple(shape)} does not match the source's {dense.shape}")
-    if dense.ndim != 2:
-        raise MXNetError(f"csr_matrix: a dense source must be 2-D, got shape {dense.shape}")
-    return _from_value(fromdense(dense, "csr"), ctx, dt)
-
-
-def row_sparse_array(arg1, shape=None, ctx=None, dtype=None) -> RowSparseNDArray:
-    """A ``RowSparseNDArray`` from ``(data, indices)``, a shape (all zeros), a dense numpy array
-    or NDArray, or a RowSparseNDArray. Unsorted ids are sorted; duplicate ids are summed."""
-    if isinstance(arg1, RowSparseNDArray):
-        return arg1.copyto(_ctx(ctx)) if dtype is None else arg1.astype(dtype)
-    if isinstance(arg1, tuple) and arg1 and all(isinstance(d, (int, np.integer)) for d in arg1):
-        return zeros("row_sparse", arg1, ctx, dtype)
-    if isinstance(arg1, tuple) and len(arg1) == 2:
-        dt = _default_dtype(arg1[0], dtype)
-        data, indices = _host(arg1[0], dt).astype(dt), _host(arg1[1]).astype(IDX).reshape(-1)
-        if data.ndim == 0 or data.shape[0] != indices.size:
-            raise MXNetError(f"row_sparse_array: data has shape {data.shape} but there are "
-                             f"{indices.size} indices (one row of data per index)")
-        if shape is None:
-            shape = (int(indices.max()) + 1 if indices.size else 0,) + data.shape[1:]
-        shape = tuple(int(d) for d in shape)
-        if indices.size and (indices.min() < 0 or indices.max() >= shape[0]):
-            raise MXNetError(f"row_sparse_array: row indices must lie in [0, {shape[0]}), got "
-                             f"[{int(indices.min())}, {int(indices.max())}]")
-        if indices.size > 1 and np.any(np.diff(indices) <= 0):
-            uniq, inverse = np.unique(indices, return_inverse=True)
-            merged = np.zeros((uniq.size,) + data.shape[1:], dt)
-            np.add.at(merged, inverse, data)
-            data, indices = merged, uniq
-        _check("row_sparse", [data, indices], shape, "row_sparse_array")
-        return _from_value(RowSparse(data, indices, shape), ctx, dt)
-    dt = _default_dtype(arg1, dtype)
-    dense = _host(arg1, dt).astype(dt)
-    if shape is not None and tuple(shape) != dense.shape:
-        raise MXNetError(f"row_sparse_array: shape {tuple(shape)} does not match the source's {dense.shape}")
-    return _from_value(fromdense(dense, "row_sparse"), ctx, dt)
-
-
-def zeros(stype: str, shape, ctx=None, dtype=None, **kwargs) -> NDArray:
-    """An all-zero array of ``stype`` ('default', 'row_sparse' or 'csr'): no stored entries."""
-    shape = _shape(shape, "sparse.zeros")
-    if stype in (None, "default"):
-        return dense_zeros(shape, ctx, dtype, **kwargs)
-    arr = new_sparse(stype, shape, _ctx(ctx), _FLOAT32 if dtype is None else normalize_dtype(dtype))
-    arr._store(empty_of(stype, shape, arr._dtype))
-    return arr
-
-
-def empty(stype: str, shape, ctx=None, dtype=None) -> NDArray:
-    """As ``zeros``: a sparse array with no stored entries is all zeros."""
-    return zeros(stype, shape, ctx, dtype)
-
-
-def array(source_array, ctx=None, dtype=None) -> BaseSparseNDArray:
-    """A sparse array from a sparse NDArray or a ``scipy.sparse`` matrix (csr for anything but a
-    RowSparseNDArray), as ``mx.nd.sparse.array``."""
-    if isinstance(source_array, RowSparseNDArray):
-        return row_sparse_array(source_array, ctx=ctx, dtype=dtype)
-    if isinstance(source_array, CSRNDArray) or _is_scipy_sparse(source_array):
-        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
-    raise MXNetError(f"sparse.array: expected a sparse NDArray or a scipy.sparse matrix, got "
-                     f"{type(source_array).__name__} (use csr_matrix / row_sparse_array for dense input)")
 
 
 def cast_storage(data: NDArray, stype: str, out=None) -> NDArray:
@@ -472,3 +328,8 @@ def __getattr__(name: str):
             setattr(sys.modules[__name__], name, fn)
             return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# The constructors (csr_matrix, row_sparse_array, zeros, empty, array) and the component checks
+# live in sparse_create.py, which needs the classes above.
+from .sparse_create import _check, array, csr_matrix, empty, row_sparse_array, zeros  # noqa: E402

@@ -10,8 +10,9 @@ sparse, or when the op can make sparse outputs from dense inputs (``op.sparse_fr
    numpy containers (``ops/sparse/base.py``); sparse results get fresh pool memory (``_store``).
 3. Without one (MXNet's storage fallback): the sparse inputs are cast to dense, the dense kernel
    runs, and sparse ``out=`` arrays get the result cast back. A warning names the op and the
-   stypes, once per combination (``MXNET_STORAGE_FALLBACK_LOG_VERBOSE=0`` silences it); the
-   result is the dense kernel's, so a fallback is slower, never wrong.
+   stypes, once per combination (``MXNET_STORAGE_FALLBACK_LOG_VERBOSE=0`` silences it); ops
+   without inputs (an initializer's ``_random_normal(out=row_sparse)``) store their dense result
+   without one. The result is the dense kernel's, so a fallback is slower, never wrong.
 
 ``invoke`` returns to its dense path when this returns ``None`` (all dense after all).
 """
@@ -91,7 +92,8 @@ def invoke(op: OpDef, params: dict, inputs: List[NDArray], out=None, ctx=None) -
 
 def _fallback(op, params, inputs, outs, ctx, in_stypes):
     from .sparse import cast_storage  # noqa: PLC0415 - sparse.py imports this package's utils
-    fallback_log(op.name, in_stypes, [o.stype for o in outs] if outs else ["default"])
+    if inputs:    # a creation op (``_random_normal(out=rsp)``: an initializer) has nothing to cast
+        fallback_log(op.name, in_stypes, [o.stype for o in outs] if outs else ["default"])
     dense_in = [cast_storage(x, "default") if x._sparse else x for x in inputs]
     dense_out = None if outs is None or any(o._sparse for o in outs) else outs
     results = imperative.invoke(op, None, params, dense_in, dense_out, ctx)

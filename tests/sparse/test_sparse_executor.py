@@ -126,6 +126,38 @@ def test_module_trains_a_row_sparse_weight_like_the_dense_one():
             data = mx.nd.array(d).tostype("csr") if sparse else mx.nd.array(d)
             mod.forward_backward(mx.io.DataBatch([data], [mx.nd.array(y)]))
             mod.update()
-        weights[sparse] = mod.get_params()[0]["weight"].asnumpy()
+        arg_params = mod.get_params()[0]
+        assert arg_params["weight"].stype == ("row_sparse" if sparse else "default")
+        weights[sparse] = arg_params["weight"].asnumpy()
     assert np.any(weights[True] != 0.01)
     np.testing.assert_allclose(weights[True], weights[False], rtol=1e-5, atol=1e-7)
+
+
+def test_hybridized_block_with_a_csr_input():
+    """A hybridized block (CachedOp) given a csr batch computes the same output and gradient."""
+    from mxref import autograd, gluon
+
+    class Net(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.w = self.params.get("w", shape=(10, 2))
+
+        def hybrid_forward(self, F, x, w):
+            return F.sparse.dot(x, w)
+
+    d = _batch(np.random.default_rng(6), 5, 10)
+    results = []
+    for hybrid in (False, True):
+        net = Net()
+        net.initialize(mx.init.Constant(0.5))
+        if hybrid:
+            net.hybridize()
+        for _ in range(2):       # the second call runs the cached graph
+            with autograd.record():
+                y = net(mx.nd.array(d).tostype("csr"))
+                loss = (y * y).sum()
+            loss.backward()
+        results.append((y.asnumpy(), net.w.grad().asnumpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5)
+    np.testing.assert_allclose(results[0][0], d @ np.full((10, 2), 0.5), rtol=1e-6)

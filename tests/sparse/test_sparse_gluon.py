@@ -139,3 +139,24 @@ def test_take_of_a_row_sparse_array_has_a_row_sparse_gradient(plain):
     want[1] = 2 * dense[1] + 1
     want[3] = 2 * (2 * dense[3] + 1)
     np.testing.assert_allclose(w.grad.asnumpy(), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kvstore", ["local", "device"])
+def test_trainer_sums_row_sparse_gradients_over_devices(kvstore):
+    """Two contexts, a local store: row 2 is touched on both devices and gets both gradients."""
+    ctxs = [mx.cpu(0), mx.cpu(1)]
+    net = gluon.nn.Embedding(20, 3, sparse_grad=True)
+    net.initialize(mx.init.Constant(1.0), ctx=ctxs)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=kvstore)
+    xs = [mx.nd.array([1, 2], ctx=ctxs[0]), mx.nd.array([2, 5], ctx=ctxs[1])]
+    with autograd.record():
+        losses = [net(x).sum() for x in xs]
+    for loss in losses:
+        loss.backward()
+    assert net.weight.grad(ctxs[0]).stype == "row_sparse"
+    trainer.step(1)
+    want = np.ones((20, 3), np.float32)
+    want[[1, 5]] = 0.9
+    want[2] = 0.8
+    for c in ctxs:
+        np.testing.assert_allclose(net.weight.data(c).asnumpy(), want, rtol=1e-6)

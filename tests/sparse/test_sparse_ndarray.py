@@ -133,8 +133,13 @@ def test_setitem_full_slice_and_astype():
     assert d.dtype == np.float64 and d.stype == "csr" and d.indices.dtype == np.int64
     c[:] = 0
     assert c.data.shape == (0,)
+    r = mx.nd.sparse.zeros("row_sparse", (3, 2))
+    r[:] = 1.5
+    assert r.indices.asnumpy().tolist() == [0, 1, 2] and r.asnumpy().sum() == 9
     with pytest.raises(MXNetError, match=r"\[:\] only"):
         c[0:1] = 1
+    with pytest.raises(MXNetError, match="a number"):
+        c[:] = "x"
 
 
 def test_components_are_snapshots_of_a_rewritten_array():
@@ -218,3 +223,12 @@ def test_sparse_writes_are_ordered_by_the_engine(any_engine):
         c.copyto(dense)                        # reads c after that write
     np.testing.assert_array_equal(dense.asnumpy(), np.eye(50, 40, k=4))
     assert c.data.shape == (36,)
+
+
+def test_sparse_arrays_refuse_a_gpu_context():
+    """The sparse kernels run on the host: a sparse array on a GPU context is a clear error."""
+    r = mx.nd.sparse.zeros("row_sparse", (3, 2))
+    with pytest.raises(MXNetError, match="CPU only"):
+        r.copyto(mx.gpu(0))
+    with pytest.raises(MXNetError, match="CPU only"):
+        mx.nd.sparse.zeros("csr", (2, 2), ctx=mx.gpu(0))

@@ -75,11 +75,16 @@ def test_dot_dense_csr_and_csr_row_sparse(dtype):
     _close(out.asnumpy(), a @ w, dtype)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_dot_fast_loops_match_the_numpy_reference(dtype):
-    """The Cython csr·dense and csrᵀ·dense loops agree with the numpy kernels (same sums)."""
+def test_dot_fast_loops_match_the_numpy_reference(dtype, threads, monkeypatch):
+    """The Cython csr·dense and csrᵀ·dense loops (one thread, or split over two) agree with the
+    numpy kernels."""
     if sparse_dot._fast is None:
         pytest.skip("mxref._ext.sparse_kernels is not built")
+    from mxref.ops import parallel
+    monkeypatch.setattr(parallel, "NUM_THREADS", threads)
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 16)
     rng = np.random.default_rng(7)
     m, k, n = 40, 300, 16
     rows = [np.sort(rng.choice(k, size=rng.integers(0, 12), replace=False)) for _ in range(m)]
@@ -255,10 +260,10 @@ def test_plain_and_tuned_dispatch_agree():
 
 
 def test_unique_columns_fast_and_reference_agree():
-    """The mark-and-scan unique of the csrᵀ·dense fast path is np.unique with return_inverse, and
-    leaves its work array ready (all -1) for the next call."""
+    """The radix-sort unique of the csrᵀ·dense fast path is np.unique with return_inverse (column
+    counts needing one, two and three passes)."""
     rng = np.random.default_rng(16)
-    for n, k in ((0, 10), (50, 10), (300, 100000)):
+    for n, k in ((0, 10), (50, 10), (1, 1), (300, 100000), (500, 1 << 30), (200, 2048)):
         ids = rng.integers(0, k, n).astype(np.int64)
         cols, slot = sparse_dot.unique_columns(ids, k)
         want_cols, want_slot = np.unique(ids, return_inverse=True)
@@ -266,5 +271,3 @@ def test_unique_columns_fast_and_reference_agree():
         with _ext.reference_kernels():
             rc, rs = sparse_dot.unique_columns(ids, k)
         assert rc.tolist() == want_cols.tolist() and rs.tolist() == want_slot.reshape(-1).tolist()
-    for work in sparse_dot._work.values():
-        assert (work == -1).all()

@@ -43,6 +43,10 @@ class CSR:
     def dtype(self):
         return self.data.dtype
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
     @staticmethod
     def empty(shape, dtype) -> "CSR":
         return CSR(np.zeros(0, dtype), np.zeros(0, IDX), np.zeros(shape[0] + 1, IDX), shape)
@@ -64,6 +68,10 @@ class RowSparse:
     @property
     def dtype(self):
         return self.data.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
 
     @staticmethod
     def empty(shape, dtype) -> "RowSparse":

@@ -16,13 +16,14 @@ float32/float64 csr·dense and csrᵀ·dense, chosen unless the switch says refe
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 from ..._ext import loader as _loader
 from ..._ext import switch as _switch
-from .. import linalg  # noqa: F401 - registers 'dot' / '_backward_dot' first
+from .. import (
+    linalg,  # noqa: F401 - registers 'dot' / '_backward_dot' first
+    parallel,
+)
 from ..parallel import parallel_for
 from ..registry import assign
 from .base import CSR, IDX, RowSparse, fromdense, register_storage, todense
@@ -106,26 +107,16 @@ def _csr_dns(a, b):
     return csr_dns(a, b)
 
 
-_work: dict = {}                 # ncols -> an int32 array of -1s, lent to one caller at a time
-_work_lock = threading.Lock()
-
-
 def unique_columns(indices: np.ndarray, ncols: int):
     """``np.unique(indices, return_inverse=True)`` (sorted distinct column ids and each entry's
-    place among them); with the fast loops and not too many columns, by one pass over a mark per
-    column instead of a sort."""
-    if _fast is None or _switch.reference_only() or ncols > max(1 << 24, 64 * indices.size):
+    place among them); with the fast loops, by a radix sort of the entries (no sort of a
+    comparison kind, and nothing the size of the column count)."""
+    if _fast is None or _switch.reference_only():
         cols, slot = np.unique(indices, return_inverse=True)
         return cols, slot.reshape(-1)
-    with _work_lock:
-        work = _work.pop(ncols, None)
-    if work is None:
-        work = np.full(ncols, -1, np.int32)
-    cols = np.empty(indices.size, IDX)
-    slot = np.empty(indices.size, IDX)
-    k = _fast.unique_columns(indices, work, cols, slot)
-    with _work_lock:
-        _work[ncols] = work          # all -1 again: ready for the next call
+    n = indices.size
+    cols, slot = np.empty(n, IDX), np.empty(n, IDX)
+    k = _fast.unique_columns(indices, ncols, cols, slot, np.empty(n, IDX), np.empty(n, IDX))
     return cols[:k], slot
 
 
@@ -133,8 +124,14 @@ def _csrt_dns(a, b):
     if _use_fast(a, b) and a.data.size:
         cols, slot = unique_columns(a.indices, a.shape[1])
         rows = np.zeros((cols.size, b.shape[1]), b.dtype)
-        # One thread: two ranges of rows may add into the same result row.
-        _fast.csrt_dns_scatter(a.data, slot, a.indptr, b, rows, 0, a.shape[0])
+        # Threads take disjoint ranges of result rows (two ranges of csr rows could both add
+        # into one result row); each scans the entries and adds only into its own rows.
+        if parallel.NUM_THREADS > 1 and a.data.size * b.shape[1] >= 2 * parallel.MIN_WORK_PER_THREAD:
+            per_row = max(1, a.data.size * b.shape[1] // cols.size)
+            parallel_for(cols.size, lambda lo, hi: _fast.csrt_dns_scatter_slots(
+                a.data, slot, a.indptr, b, rows, lo, hi), work_per_item=per_row)
+        else:
+            _fast.csrt_dns_scatter(a.data, slot, a.indptr, b, rows, 0, a.shape[0])
         return RowSparse(rows, cols.astype(IDX), (a.shape[1], b.shape[1]))
     return csrt_dns(a, b)
 
