@@ -28,6 +28,12 @@ def _closed_form(mode):
     kv.row_sparse_pull("e", out=out, row_ids=mx.nd.array([n, 0, ROWS - 1, 1, n, 0]))
     dense = mx.nd.zeros((ROWS, WIDTH))
     kv.pull("e", out=dense)
+    whole = sparse.zeros("row_sparse", (ROWS, WIDTH))
+    kv.pull("e", out=whole)                         # ignore_sparse: left alone
+    assert whole.indices.asnumpy().size == 0
+    kv.pull("e", out=whole, ignore_sparse=False)    # every row the servers hold, with its id
+    assert whole.indices.asnumpy().tolist() == list(range(n + 1))
+    np.testing.assert_array_equal(whole.asnumpy(), dense.asnumpy())
     return out.indices.asnumpy().tolist(), out.data.asnumpy()[:, 0].tolist(), dense.asnumpy()[:, 0]
 
 
