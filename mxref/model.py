@@ -169,10 +169,16 @@ def _initialize_kvstore(kvstore, param_arrays: List[List[nd.NDArray]], arg_param
     """Store every parameter's initial value; with ``update_on_kvstore`` also copy it to each device."""
     for idx, param_on_devs in enumerate(param_arrays):
         name = param_names[idx]
+        value = arg_params[name]
+        if update_on_kvstore and getattr(param_on_devs[0], "stype", "default") == "row_sparse" and \
+                getattr(value, "stype", "default") != "row_sparse":
+            # A row_sparse weight makes a row_sparse key, whose rows reach the devices through
+            # ``Module.prepare`` (row_sparse_pull); the pulls below leave such outputs alone.
+            value = value.tostype("row_sparse")
         if update_on_kvstore and hasattr(kvstore, "broadcast"):
-            kvstore.broadcast(name, arg_params[name], out=param_on_devs)
+            kvstore.broadcast(name, value, out=param_on_devs)
             continue
-        kvstore.init(name, arg_params[name])
+        kvstore.init(name, value)
         # A store that broadcasts rank 0's value at init (``init_broadcast``, the allreduce store):
         # pull it so every worker starts from the same weights even when updates run on workers.
         if update_on_kvstore or _is_capable(kvstore, "init_broadcast"):
@@ -209,7 +215,12 @@ def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:
             continue
-        if kvstore:
+        if kvstore and getattr(grad_list[0], "stype", "default") == "row_sparse":
+            # row_sparse gradients (summed in a dense key) come back cast to row_sparse; a plain
+            # pull would skip them (ignore_sparse) and leave each device its own gradient.
+            kvstore.push(param_names[index], grad_list, priority=-index)
+            kvstore.pull(param_names[index], out=grad_list, priority=-index, ignore_sparse=False)
+        elif kvstore:
             _pushpull(kvstore, param_names[index], grad_list, grad_list, -index)
         for k, (w, g) in enumerate(zip(arg_list, grad_list)):
             updates[k].append((index * num_device + k, g, w))

@@ -62,6 +62,9 @@ def copy_into(src: NDArray, dst: NDArray, priority: int, name: str = "KVStoreCop
     """
     if src is dst or (src._chunk is dst._chunk and src._offset == dst._offset):
         return
+    if _is_rsp(dst) or _is_rsp(src):
+        src.copyto(dst)      # a storage cast (cast_storage), itself an engine operation
+        return
     if is_host(src.context) and is_host(dst.context):
         def copy(run_ctx):
             dst._data()[...] = src._data()
@@ -112,6 +115,7 @@ class KVStore:
         self._key_type: Optional[type] = None   # int or str, fixed by the first key used
         self._key_rank: Dict = {}               # key -> sort rank (str keys: order of first init)
         self._meta: Dict = {}                   # key -> (shape, dtype) given at init
+        self._rsp: Dict = {}                    # row_sparse key -> the store type's state of it
 
     # -- the registry ------------------------------------------------------------------------
     @classmethod
@@ -229,7 +233,12 @@ class KVStore:
                                  "if you called kv.init or kv.broadcast with this key multiple times")
         for k, (a,) in groups:
             self._meta[k] = (a.shape, a._dtype)
-            self._init_impl(k, a)
+            if _is_rsp(a):
+                if len(a.shape) < 1:
+                    raise MXNetError(f"kvstore.init: row_sparse key {k!r} needs at least one axis")
+                self._rsp_init(k, a)
+            else:
+                self._init_impl(k, a)
 
     def push(self, key, value, priority: int = 0) -> None:
         """Push values; a list of values for one key (one per device) is summed first.
@@ -243,15 +252,25 @@ class KVStore:
             if not arrays:
                 raise MXNetError(f"kvstore.push: no values given for key {k!r}")
             self._check_arrays(k, arrays, "push")
-        self._before_push(groups)
+            if k in self._rsp and not all(_is_rsp(a) for a in arrays):
+                raise MXNetError(f"kvstore.push: key {k!r} is row_sparse (initialised with a "
+                                 "RowSparseNDArray); push row_sparse values to it, got "
+                                 f"{', '.join(sorted({getattr(a, 'stype', 'default') for a in arrays}))}")
+        self._before_push([(k, arrays) for k, arrays in groups if k not in self._rsp])
         for k, arrays in groups:
-            self._push_impl(k, arrays, priority)
+            if k in self._rsp:
+                self._rsp_push(k, arrays, priority)
+            else:
+                self._push_impl(k, arrays, priority)
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copy the stored values into ``out``; a list of outputs for one key is a broadcast.
 
         The copies run after every push already issued on the key (engine ordering), so the
-        outputs see the latest value once read.
+        outputs see the latest value once read. With ``ignore_sparse`` (the default, as in MXNet)
+        row_sparse outputs are left alone (use ``row_sparse_pull``); with ``ignore_sparse=False``
+        they get the whole value, cast to row_sparse. A row_sparse key's whole value goes into
+        dense outputs either way.
         """
         if out is None:
             raise MXNetError("kvstore.pull: out= is required (an NDArray or a list of them)")
@@ -259,7 +278,13 @@ class KVStore:
         for k, arrays in groups:
             self._check_arrays(k, arrays, "pull")
         for k, arrays in groups:
-            self._pull_impl(k, arrays, priority)
+            if ignore_sparse:
+                arrays = [a for a in arrays if not _is_rsp(a)]
+            if k in self._rsp:
+                for a in arrays:
+                    self._rsp_pull(k, a, None, priority)
+            elif arrays:
+                self._pull_impl(k, arrays, priority)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """``push(key, value)`` then ``pull(key, out)``; without ``out`` the values are overwritten."""
@@ -272,11 +297,12 @@ class KVStore:
         self.pull(key, out, priority)
 
     def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
-        """Pull only the rows ``row_ids`` (dense fallback: the other rows of ``out`` are zeroed).
+        """Pull only the rows ``row_ids`` of a row_sparse key into row_sparse ``out``.
 
-        NOTE: mxref has no row-sparse storage yet, so ``out`` is a dense NDArray holding exactly
-        what MXNet's RowSparseNDArray result shows when densified: the requested rows (ids may
-        repeat and be unsorted) and zeros elsewhere. One ``row_ids`` array may serve every output.
+        ``row_ids`` is a 1-D NDArray (or one per output); ids may repeat and be unsorted. Each
+        output then holds every requested row once, in sorted order, rows never pushed as
+        zeros (as MXNet). Only those rows travel: on a ``dist`` store the ids go to the servers
+        that hold them and just their rows come back.
         """
         if out is None or row_ids is None:
             raise MXNetError("kvstore.row_sparse_pull: out= and row_ids= are required")
@@ -289,15 +315,22 @@ class KVStore:
             raise MXNetError(f"kvstore.row_sparse_pull: {len(flat_ids)} row_ids for {len(outs)} outputs")
         for k, arrays in groups:
             self._check_arrays(k, arrays, "row_sparse_pull")
-            if len(self._meta[k][0]) < 1:
-                raise MXNetError(f"kvstore.row_sparse_pull: key {k!r} holds a 0-d array; no rows")
+            if k not in self._rsp:
+                raise MXNetError(f"kvstore.row_sparse_pull: key {k!r} is not row_sparse (it was "
+                                 "initialised with a dense array); use pull, or init the key with "
+                                 "a RowSparseNDArray")
+            for a in arrays:
+                if not _is_rsp(a):
+                    raise MXNetError(f"kvstore.row_sparse_pull: key {k!r}: out must be row_sparse, "
+                                     f"got an array of storage type {getattr(a, 'stype', 'default')!r}")
         for ids in flat_ids:
             if not isinstance(ids, NDArray) or ids.ndim != 1:
                 raise MXNetError("kvstore.row_sparse_pull: row_ids must be 1-D NDArrays, got "
                                  f"{getattr(ids, 'shape', type(ids).__name__)}")
-        self.pull(key, out, priority)
-        for o, ids in zip(outs, flat_ids):
-            _keep_rows(o, ids, priority)
+        pairs = iter(flat_ids)
+        for k, arrays in groups:
+            for a in arrays:
+                self._rsp_pull(k, a, next(pairs), priority)
 
     # -- updaters and optimizer states -------------------------------------------------------
     def set_optimizer(self, optimizer) -> None:
@@ -365,6 +398,16 @@ class KVStore:
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         raise NotImplementedError
 
+    # row_sparse keys (``sparse.py``); ``row_ids=None`` pulls the whole value into ``out``.
+    def _rsp_init(self, key, value: NDArray) -> None:
+        raise MXNetError(f"kvstore {self.type}: row_sparse keys are not supported by this store type")
+
+    def _rsp_push(self, key, values: List[NDArray], priority: int) -> None:
+        raise NotImplementedError
+
+    def _rsp_pull(self, key, out: NDArray, row_ids: Optional[NDArray], priority: int) -> None:
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} type={self.type!r} keys={len(self._meta)}>"
 
@@ -381,17 +424,8 @@ def _norm_key(key, what: str):
                      "keys are ints or strs")
 
 
-def _keep_rows(out: NDArray, row_ids: NDArray, priority: int) -> None:
-    """Zero every row of ``out`` not listed in ``row_ids`` (an engine op after the pull)."""
-    def keep(run_ctx):
-        ids = row_ids._data().astype(np.int64, copy=False)
-        n = out.shape[0]
-        if ids.size and (ids.min() < 0 or ids.max() >= n):
-            raise MXNetError(f"kvstore.row_sparse_pull: row id out of range [0, {n}) in {ids.tolist()}")
-        mask = np.ones(n, dtype=bool)
-        mask[ids] = False
-        out._data()[mask] = 0
-    push_op(keep, out.context, (row_ids,), (out,), priority, "KVStoreRowSparseRetain")
+def _is_rsp(a) -> bool:
+    return getattr(a, "stype", "default") == "row_sparse"
 
 
 def is_capable(kv, capability: str) -> bool:

@@ -64,7 +64,8 @@ class DeviceKVStore(LocalKVStore):
         if self._compression is not None:
             for key, arrays in groups:
                 self._check_compressible(key, arrays)
-        unplaced = [k for k in self._meta if k not in self._placement]
+        # row_sparse keys stay in their host row table (``sparse.py``): nothing to place.
+        unplaced = [k for k in self._meta if k not in self._placement and k not in self._rsp]
         # Largest first; equal sizes keep MXNet's key order, so placement is deterministic.
         unplaced.sort(key=lambda k: (-_nbytes(self._meta[k]), self._rank(k)))
         for key in unplaced:

@@ -28,6 +28,7 @@ from ..base import env_int
 from ..context import Context, cpu
 from ..ndarray import NDArray
 from .base import KVStore, copy_into, is_host, push_op
+from .sparse import RowSparseKey, read_rows, summed_rows, unique_ids, write_dense, write_rows
 
 __all__ = ["LocalKVStore", "reduce_sum", "reduction_pool"]
 
@@ -132,6 +133,39 @@ class LocalKVStore(KVStore):
         stored = self._store[key]
         for o in outs:
             copy_into(stored, o, priority, "KVStorePull")
+
+    # -- row_sparse keys (``sparse.py``): a lazy row table on the host ------------------------------
+    def _rsp_init(self, key, value: NDArray) -> None:
+        entry = self._rsp[key] = RowSparseKey(key, value.shape, value._dtype)
+
+        def init(run_ctx):
+            g = read_rows(value)
+            entry.store.check(g.ids, f"kvstore.init of key {key!r}")
+            entry.store.scatter(g.ids, g.rows)
+        push_op(init, cpu(0), (value,), (entry.order,), 0, "KVStoreInitRowSparse")
+
+    def _rsp_push(self, key, values: List[NDArray], priority: int) -> None:
+        entry, updater = self._rsp[key], self._updater
+
+        def push(run_ctx):
+            grad = summed_rows(values)
+            entry.store.check(grad.ids, f"kvstore.push of key {key!r}")
+            entry.apply(grad, updater)
+        push_op(push, cpu(0), values, (entry.order,), priority, "KVStorePushRowSparse")
+
+    def _rsp_pull(self, key, out: NDArray, row_ids: Optional[NDArray], priority: int) -> None:
+        entry = self._rsp[key]
+        reads = (entry.order,) if row_ids is None else (entry.order, row_ids)
+
+        def pull(run_ctx):
+            st = entry.store
+            ids = st.ids.copy() if row_ids is None else unique_ids(row_ids, st.num_rows, key)
+            rows = st.gather(ids)
+            if getattr(out, "stype", "default") == "row_sparse":
+                write_rows(out, ids, rows)
+            else:
+                write_dense(out, ids, rows)
+        push_op(pull, out.context, reads, (out,), priority, "KVStorePullRowSparse")
 
     # -- reduce --------------------------------------------------------------------------------
     def _reduce(self, key, values: List[NDArray], priority: int, into: Optional[NDArray]) -> NDArray:

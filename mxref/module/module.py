@@ -364,6 +364,42 @@ class Module(BaseModule):
                 self._updater.set_states(fin.read(), allow_pickle=allow_pickle, source=fname)
 
     # -- computation -------------------------------------------------------------------------
+    def prepare(self, data_batch, sparse_row_id_fn=None) -> None:
+        """Pull the rows of row_sparse weights that ``data_batch`` needs, before its forward pass.
+
+        ``sparse_row_id_fn(data_batch)`` returns ``{param_name: row_ids}`` (e.g. the csr batch's
+        column indices, ``batch.data[0].indices``); each listed row_sparse parameter is then
+        ``row_sparse_pull``-ed from the kvstore, which holds the only full copy of it when it
+        updates (``update_on_kvstore``). ``data_batch`` may be None when the function ignores
+        it (pulling every row before ``save_checkpoint``, as MXNet's examples do).
+        """
+        self._check_ready("prepare")
+        if sparse_row_id_fn is None:
+            return
+        if not (self._kvstore and self._update_on_kvstore):
+            warnings.warn("Parameters are not updated in the KVStore. No need to call "
+                          "sparse_row_id_fn.", UserWarning, stacklevel=2)
+            return
+        row_ids = sparse_row_id_fn(data_batch)
+        if not isinstance(row_ids, dict):
+            raise MXNetError(f"prepare: sparse_row_id_fn must return a dict {{param_name: row_ids}}, "
+                             f"got {type(row_ids).__name__}")
+        group = self._exec_group
+        for name, ids in row_ids.items():
+            if name not in group.param_names:
+                raise MXNetError(f"prepare: sparse_row_id_fn names {name!r}, which is not a "
+                                 f"parameter of the module (parameters: {group.param_names})")
+            idx = group.param_names.index(name)
+            arrays = group.param_arrays[idx]
+            if getattr(arrays[0], "stype", "default") != "row_sparse":
+                warnings.warn(f"{name}.stype is not 'row_sparse'. No need to perform "
+                              "row_sparse_pull.", UserWarning, stacklevel=2)
+                continue
+            self._kvstore.row_sparse_pull(name, arrays, row_ids=ids, priority=-idx)
+            # The devices' copy changed: get_params must read it again (after fit's last
+            # epoch-end sync, a prepare with every row is what makes the weights complete).
+            self._params_dirty = True
+
     def forward(self, data_batch, is_train: Optional[bool] = None) -> None:
         """Push the forward pass; a batch of a new shape re-binds first (``reshape``)."""
         self._check_ready("forward")

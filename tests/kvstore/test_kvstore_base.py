@@ -121,27 +121,6 @@ def test_lists_of_keys_with_lists_of_values(any_engine, kv_type):
     assert got == [[3.0, 3.0], [4.0, 4.0], [21.0, 21.0]]
 
 
-def test_row_sparse_pull_dense_fallback(any_engine, kv_type):
-    """Requested rows (repeated, unsorted) are pulled; the other rows of the dense out are zero."""
-    store = kv.create(kv_type)
-    value = np.arange(12, dtype=np.float32).reshape(4, 3)
-    store.init(0, mx.nd.array(value))
-    outs = [mx.nd.ones((4, 3), ctx=c) * -1 for c in CTXS]
-    store.row_sparse_pull(0, out=outs, row_ids=mx.nd.array([3, 1, 3]))
-    expect = value.copy()
-    expect[[0, 2]] = 0
-    for o in outs:
-        np.testing.assert_array_equal(o.asnumpy(), expect)
-    one = mx.nd.zeros((4, 3))
-    store.row_sparse_pull(0, out=[one], row_ids=[mx.nd.array([0], dtype="int64")])
-    np.testing.assert_array_equal(one.asnumpy()[0], value[0])
-    assert one.asnumpy()[1:].sum() == 0
-    bad = mx.nd.zeros((4, 3))
-    store.row_sparse_pull(0, out=bad, row_ids=mx.nd.array([4]))
-    with pytest.raises(mx.MXNetError, match="row id out of range"):
-        bad.asnumpy()
-
-
 # -- errors --------------------------------------------------------------------------------------
 
 def test_mixed_key_types_raise(kv_type):

@@ -96,3 +96,21 @@ def test_killed_worker_ends_the_job(cleanup):
 def test_module_fit_and_gluon_trainer_data_parallel():
     """Module.fit and gluon.Trainer over dist_sync on sharded data give the single-process weights."""
     assert_all_ok(run_job("kv_module.py", 2, 1), 2)
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("mode,workers,servers", [("dist_sync", 2, 1), ("dist_sync", 3, 2),
+                                                  ("dist_async", 3, 1), ("dist_ssp", 2, 2),
+                                                  ("dist_ssp", 3, 1)])
+def test_row_sparse_closed_forms(mode, workers, servers):
+    """Worker r pushes rows {r, r+1} with value r+1: every pull of row i sees the sum of its
+    pushers (row_sparse_pull of unsorted, repeated ids over the servers' row ranges, and a pull)."""
+    assert_all_ok(run_job("kv_sparse.py", workers, servers, mode, timeout=120), workers)
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("workers,servers", [(2, 1), (3, 2)])
+def test_module_row_sparse_weight_on_dist_sync(workers, servers):
+    """Module with a row_sparse weight, Module.prepare and update_on_kvstore: every worker's
+    weights equal numpy SGD summing the shards' gradients each step."""
+    assert_all_ok(run_job("kv_sparse_module.py", workers, servers, timeout=120), workers)

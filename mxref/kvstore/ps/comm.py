@@ -116,6 +116,10 @@ class Comm:
         self._incoming: deque = deque()        # (header, src, buffer, request) waiting for data
         self._stop = threading.Event()
         self.broken: Optional[MXNetError] = None
+        # Bytes this process put on / took off the link (headers and data), for benchmarks and
+        # the tests that bound what a row_sparse push or pull costs on the wire.
+        self.bytes_sent = 0
+        self.bytes_received = 0
         self._thread = threading.Thread(target=self._loop, name="kvstore comm", daemon=True)
 
     def start(self) -> "Comm":
@@ -240,6 +244,7 @@ class Comm:
             busy = True
             buf = None if data is None else _bytes(data)
             head = np.frombuffer(pickle.dumps(header + (0 if buf is None else buf.size,)), np.uint8)
+            self.bytes_sent += head.size + (0 if buf is None else buf.size)
             self._sends.append(self.link.isend(dest, head, TAG_CTRL))
             if buf is not None and buf.size:
                 self._sends.append(self.link.isend(dest, buf, TAG_DATA))
@@ -249,6 +254,7 @@ class Comm:
         self.link.recv(src, head, TAG_CTRL)      # already arrived: probe saw it
         header = pickle.loads(head.tobytes())
         cmd, rid, _key, _meta, nbytes = header
+        self.bytes_received += size + nbytes
         buf = req = None
         if nbytes:
             if cmd in (Cmd.REPLY, Cmd.ERROR):

@@ -46,7 +46,7 @@ class ThreadRuntime(Runtime):
 
     def drain(self) -> None:
         for store in self.stores:
-            for buf in list(store._store.values()):
+            for buf in list(store._store.values()) + list(store._rsp.values()):
                 try:
                     buf.wait_to_read()
                 except MXNetError:

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...base import env_int
 from ..compression import GradientCompression
+from ..row_store import LazyRowUpdater, RowGrad, RowStore, pack_rows, sum_rows, unpack_rows
 from .comm import Cmd, Comm, Message, kv_timeout
 from .consistency import Consistency, PartContext, get_consistency
 from .roles import Roles
@@ -61,11 +62,85 @@ class _KeyPart(PartContext):
     def merged(self) -> np.ndarray:
         return self.merged_nd._data()
 
+    def merge(self, grad: np.ndarray, first: bool) -> None:
+        if first:
+            np.copyto(self.merged, grad)
+        else:
+            np.add(self.merged, grad, out=self.merged)
+
     def gradient(self, msg: Message) -> np.ndarray:
         return self.server._as_array(self, msg, msg.meta.get("compressed", False))
 
     def apply(self, grad: np.ndarray, replace: bool) -> None:
         self.server._apply(self, grad, replace)
+
+    def reply(self, src: int, rid: int) -> None:
+        self.server._reply(src, rid)
+
+    def error(self, src: int, rid: int, text: str) -> None:
+        self.server._error(src, rid, self.key, text)
+
+    def names(self, ranks) -> str:
+        return self.server._names(ranks)
+
+
+class _SparseKeyPart(PartContext):
+    """A row_sparse key part: a lazy ``RowStore`` of rows ``[0, rows)`` of the part; pushes carry
+    ``(ids, rows)`` and pulls name the ids they want (``row_store.py``, the sparse wire format)."""
+
+    def __init__(self, server: "Server", key, shape, dtype, mode: str, options: dict, workers):
+        self.server, self.key = server, key
+        self.store = RowStore(shape[0], shape[1], dtype)
+        self._round: list = []             # the open round's pushed RowGrads
+        self._lazy: Optional[LazyRowUpdater] = None
+        self.model: Consistency = get_consistency(mode)(self, workers, **options)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held for this part: the rows ever pushed and their optimizer state."""
+        return self.store.nbytes + (self._lazy.nbytes if self._lazy is not None else 0)
+
+    @property
+    def merged(self) -> RowGrad:
+        if len(self._round) == 1:
+            return self._round[0]
+        return sum_rows(np.concatenate([g.ids for g in self._round]),
+                        np.concatenate([g.rows for g in self._round]))
+
+    def merge(self, grad: RowGrad, first: bool) -> None:
+        if first:
+            self._round = []
+        # NOTE: the message buffer is this push's own, so keeping a view of it is safe.
+        self._round.append(grad)
+
+    def gradient(self, msg: Message) -> RowGrad:
+        if msg.meta.get("compressed"):
+            raise ValueError("gradient compression does not apply to row_sparse keys")
+        st = self.store
+        grad = unpack_rows(msg.data, int(msg.meta.get("nrows", 0)), st.row_len, st.dtype)
+        st.check(grad.ids, f"push of key {self.key[1]!r}")
+        return grad
+
+    def apply(self, grad: RowGrad, replace: bool) -> None:
+        """Without an updater a sync round's sum replaces the value (rows it lacks become zero,
+        as MXNet's server copies the merged row_sparse array over the stored one); with one, the
+        optimizer updates the touched rows only."""
+        updater = self.server._updaters.get(self.key[0])
+        if updater is None:
+            if not replace:
+                raise ValueError("Updater needs to be set for async mode (call kv.set_optimizer "
+                                 "before the first push)")
+            self.store.clear()
+            self.store.scatter(grad.ids, grad.rows)
+            return
+        if self._lazy is None:
+            optimizer = getattr(updater, "optimizer", None)
+            if optimizer is None:
+                raise ValueError("row_sparse keys are updated lazily on the server by an optimizer "
+                                 "(kv.set_optimizer); a plain updater function cannot do that")
+            self._lazy = LazyRowUpdater(optimizer, self.key[1], self.store.row_len,
+                                        self.store.dtype, self.store.num_rows)
+        self._lazy.update(self.store, grad)
 
     def reply(self, src: int, rid: int) -> None:
         self.server._reply(src, rid)
@@ -111,6 +186,11 @@ class Server:
         self._updaters: Dict[int, object] = {}      # store id -> updater
         self._compression: Dict[int, GradientCompression] = {}
         self._finished = threading.Event()
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of values (and lazy optimizer state) this server holds, over all key parts."""
+        return sum(kp.nbytes for kp in list(self._parts.values()))
 
     # -- running -------------------------------------------------------------------------------
     def run(self) -> None:
@@ -232,6 +312,16 @@ class Server:
             m = msg.meta
             if key in self._parts:
                 raise ValueError(f"key part {key!r} initialised twice")
+            if m.get("rsp"):
+                kp = self._parts[key] = _SparseKeyPart(self, key, tuple(m["shape"]),
+                                                       np.dtype(m["dtype"]), m["mode"],
+                                                       m.get("options", {}), self._workers)
+                mine.append(kp)
+                init = unpack_rows(msg.data, int(m.get("nrows", 0)), kp.store.row_len, kp.store.dtype)
+                kp.store.check(init.ids, f"init of key {key[1]!r}")
+                kp.store.scatter(init.ids, init.rows)
+                self._reply(msg.src, msg.rid)
+                return
             kp = self._parts[key] = _KeyPart(self, key, tuple(m["shape"]), np.dtype(m["dtype"]),
                                             m["mode"], m.get("options", {}), self._workers)
             mine.append(kp)
@@ -242,7 +332,15 @@ class Server:
         if kp is None:
             raise KeyError(f"key part {key!r} was never initialised on this server (worker 0 "
                            "initialises keys; call kv.init on every worker, in the same order)")
-        if msg.cmd == Cmd.PULL:
+        if msg.cmd == Cmd.PULL and isinstance(kp, _SparseKeyPart):
+            st = kp.store
+            if msg.meta.get("all"):          # a plain pull: every held row, with its id
+                self._reply(msg.src, msg.rid, key, pack_rows(st.ids, st.gather(st.ids)) if len(st) else None)
+                return
+            ids = (msg.data if msg.data is not None else np.zeros(0, np.uint8)).view(np.int64)
+            st.check(ids, f"row_sparse_pull of key {key[1]!r}")
+            self._reply(msg.src, msg.rid, key, st.gather(ids) if ids.size else None)
+        elif msg.cmd == Cmd.PULL:
             value = kp.stored._data()
             # NOTE: a model that updates on arrival may change the value while this reply is
             # being sent, so it asks for a snapshot; sync's value cannot change meanwhile.

@@ -44,11 +44,13 @@ from ...ndarray import NDArray
 from ..base import KVStore, copy_into
 from ..base import create as _base_create
 from ..local import LocalKVStore
+from ..sparse import is_row_sparse
 from .comm import Cmd, kv_timeout
 from .consistency import get_consistency, model_for_store
 from .consistency.ssp import DEFAULT_STALENESS
 from .placement import Placement
 from .runtime import runtime
+from .sparse_worker import DistRowSparseKey, pull_rows, send_rows
 
 __all__ = ["DistKVStore", "DistAsyncKVStore", "DistSSPKVStore", "create", "DEFAULT_STALENESS"]
 
@@ -132,11 +134,12 @@ class DistKVStore(LocalKVStore):
     def init(self, key, value) -> None:
         """Initialise keys (worker 0's values count), then wait until every worker has them."""
         groups = self._group(key, value, "init", init=True)
+        # row_sparse keys are cut by row range instead (``sparse_worker.py``).
         self._placement.assign([(k, a[0].size, a[0]._dtype.itemsize) for k, a in groups
-                                if k not in self._meta and len(a) == 1])
+                                if k not in self._meta and len(a) == 1 and not is_row_sparse(a[0])])
         super().init(key, value)
         for k, _ in groups:
-            self._store[k].wait_to_read()
+            (self._rsp[k] if k in self._rsp else self._store[k]).wait_to_read()
         self._barrier()
 
     def _init_impl(self, key, value: NDArray) -> None:
@@ -160,6 +163,24 @@ class DistKVStore(LocalKVStore):
         buf = self._store[key]
         self._send(key, Cmd.PULL, None, buf, priority, {})
         super()._pull_impl(key, outs, priority)
+
+    # -- row_sparse keys: only touched rows travel (``sparse_worker.py``) ------------------------
+    def _rsp_init(self, key, value: NDArray) -> None:
+        entry = self._rsp[key] = DistRowSparseKey.make(value.shape, value._dtype,
+                                                       self._rt.roles.num_servers)
+        if self.rank == 0:
+            send_rows(self, key, entry, Cmd.INIT, [value], 0,
+                      {"dtype": value._dtype.str, "mode": self._model.name, "options": self._options})
+
+    def _rsp_push(self, key, values: List[NDArray], priority: int) -> None:
+        if self._model.needs_updater and not self._has_updater:
+            raise MXNetError(f"kvstore {self.type}: pushing key {key!r} needs an optimizer on the "
+                             "servers (Updater needs to be set for async mode): call "
+                             "kv.set_optimizer(...) on every worker before the first push")
+        send_rows(self, key, self._rsp[key], Cmd.PUSH, values, priority, {})
+
+    def _rsp_pull(self, key, out: NDArray, row_ids, priority: int) -> None:
+        pull_rows(self, key, self._rsp[key], out, row_ids, priority)
 
     def _send(self, key, cmd: Cmd, src: Optional[NDArray], buf: NDArray, priority: int,
               meta: dict) -> None:

@@ -27,14 +27,19 @@ __all__ = ["Consistency", "PartContext", "register_consistency", "get_consistenc
 class PartContext:
     """What a model may ask of the server about its key part (implemented by ``server._KeyPart``).
 
-    Attributes: ``key`` (``(store id, user key, part index)``), ``merged`` (a scratch array of the
-    part's shape and dtype, e.g. for a round's sum).
+    Attributes: ``key`` (``(store id, user key, part index)``), ``merged`` (the round's sum built
+    by ``merge``: an array of the part's shape for dense keys, ``(ids, rows)`` for row_sparse ones).
     """
     key: tuple
     merged: np.ndarray
 
     def gradient(self, msg) -> np.ndarray:
         """The push's data as an array of the part's shape (2-bit codes already dequantized)."""
+        raise NotImplementedError
+
+    def merge(self, grad, first: bool) -> None:
+        """Add ``grad`` (what ``gradient`` returned) into the round's sum, ``merged``; ``first``
+        starts a new sum. Dense parts add arrays; row_sparse parts sum rows by id."""
         raise NotImplementedError
 
     def apply(self, grad: np.ndarray, replace: bool) -> None:

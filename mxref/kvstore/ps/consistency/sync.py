@@ -5,8 +5,6 @@ import time
 from collections import deque
 from typing import Dict, List, Tuple
 
-import numpy as np
-
 from .base import Consistency, register_consistency
 
 
@@ -35,12 +33,9 @@ class Sync(Consistency):
             self.backlog.setdefault(msg.src, deque()).append(msg)
             return
         grad = self.part.gradient(msg)
-        merged = self.part.merged
         if not self.contrib:
-            np.copyto(merged, grad)
             self.opened = time.monotonic()
-        else:
-            np.add(merged, grad, out=merged)
+        self.part.merge(grad, first=not self.contrib)
         self.contrib.add(msg.src)
         self.acks.append((msg.src, msg.rid))
         self.progress(active)
