@@ -330,6 +330,9 @@ class OpDef:
         self.validate = validate
         self.hidden = hidden or name.startswith("_")
         self.extra_params = extra_params
+        # ``params -> Context`` for an operator whose output lives on a device its parameters name
+        # (``_CrossDeviceCopy``); ``None``: outputs live where the inputs are.
+        self.output_ctx: Optional[Callable] = None
 
     # -- names of inputs and outputs -------------------------------------------------------
     def list_arguments(self, params: dict) -> List[str]:
