@@ -21,7 +21,7 @@ class Context:
     devstr2type = {v: k for k, v in devtype2str.items()}
     _local = threading.local()
 
-    __slots__ = ("device_typeid", "device_id", "_old_ctx")
+    __slots__ = ("device_typeid", "device_id")
 
     def __init__(self, device_type, device_id: int = 0):
         if isinstance(device_type, Context):
@@ -35,7 +35,6 @@ class Context:
                 raise MXNetError(f"device_id must be >= 0, got {device_id}")
             self.device_typeid = self.devstr2type[device_type]
             self.device_id = int(device_id)
-        self._old_ctx = None
 
     @property
     def device_type(self) -> str:
@@ -54,12 +53,18 @@ class Context:
     __repr__ = __str__
 
     def __enter__(self):
-        self._old_ctx = current_context()
+        # NOTE: the previous default goes on a per-thread stack, not on this object: arrays share
+        # one Context object, so ``with x.context:`` nests on the same object (a HybridBlock
+        # calling a child) and a slot on the object would forget the outer default.
+        stack = getattr(Context._local, "stack", None)
+        if stack is None:
+            stack = Context._local.stack = []
+        stack.append(current_context())
         Context._local.value = self
         return self
 
     def __exit__(self, *exc):
-        Context._local.value = self._old_ctx
+        Context._local.value = Context._local.stack.pop()
 
     def empty_cache(self):
         """Return this device's pooled memory to the system (MXNet 1.x ``Context.empty_cache``)."""
