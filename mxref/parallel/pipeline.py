@@ -163,6 +163,22 @@ class Pipeline:
                     exe.backward(out_grads=[self.execs[k + 1][j].grad_dict[self.input_name]])
         return [self.execs[last][j].outputs[0] for j in range(self.m)]
 
+    def predict(self, **data) -> NDArray:
+        """The last stage's outputs for one batch of ``data`` in inference mode (no gradients; the
+        micro-batches still pipeline), on the last stage's device."""
+        size = self.batch_size // self.m
+        for name in self.data_names:
+            value = data[name].asnumpy() if isinstance(data[name], NDArray) else np.asarray(data[name])
+            for j in range(self.m):
+                self.execs[0][j].arg_dict[name][:] = value[j * size:(j + 1) * size]
+        for j in range(self.m):
+            for k, execs in enumerate(self.execs):
+                if k > 0:
+                    self.execs[k - 1][j].outputs[0].copyto(execs[j].arg_dict[self.input_name])
+                execs[j].forward(is_train=False)
+        outs = [self.execs[-1][j].outputs[0] for j in range(self.m)]
+        return outs[0].copy() if len(outs) == 1 else _concat(outs)
+
     def update(self) -> None:
         """One optimizer step per parameter, on the device that holds it."""
         i = 0

@@ -8,6 +8,7 @@ import pytest
 import mxref as mx
 from mxref.base import MXNetError
 from mxref.parallel import Pipeline
+from mxref.parallel.trace import busy_intervals, overlap
 
 RTOL, ATOL = 1e-5, 1e-6      # float32 sums over 8 vs 32 samples: the order differs, not the terms
 
@@ -73,34 +74,6 @@ def test_pipeline_argument_errors():
     bad = [stages()[0], mx.sym.SoftmaxOutput(mx.sym.Variable("x"), name="softmax")]
     with pytest.raises(MXNetError, match="stage 1 has no argument 'data'"):
         Pipeline(bad, [mx.cpu(0), mx.cpu(1)], {"data": (8, 3)}, {"softmax_label": (8,)})
-
-
-def busy_intervals(trace, device):
-    """The compute spans of ``device``'s row of a Chrome trace (copies left out), merged."""
-    pid = next(e["pid"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"
-               and e["args"]["name"] == device)
-    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in trace["traceEvents"]
-                   if e["ph"] == "X" and e["pid"] == pid and "Copy" not in e["name"]
-                   and e["name"] not in ("DeleteVariable", "WaitForVar"))
-    merged = []
-    for a, b in spans:
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    return merged
-
-
-def overlap(xs, ys):
-    total, i, j = 0.0, 0, 0
-    while i < len(xs) and j < len(ys):
-        lo, hi = max(xs[i][0], ys[j][0]), min(xs[i][1], ys[j][1])
-        total += max(0.0, hi - lo)
-        if xs[i][1] < ys[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
 
 
 def profiled_pipeline(path):
