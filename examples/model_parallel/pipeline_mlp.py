@@ -91,6 +91,8 @@ def main():
     print(f"one device: {rate_one:.0f} samples/s   pipeline over 2 devices: {rate_pipe:.0f} samples/s   "
           f"ratio {rate_pipe / rate_one:.2f}")
 
+    mx.profiler.dumps(reset=True)          # start from an empty record
+
     mx.profiler.set_config(profile_all=True, filename=args.trace)
     mx.profiler.set_state("run")
     pipe.step(data=x, softmax_label=y)

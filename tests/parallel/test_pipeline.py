@@ -85,6 +85,7 @@ def profiled_pipeline(path):
     y = np.zeros(batch, np.float32)
     pipe.step(data=x, softmax_label=y)                 # warm up: memory allocated, kernels chosen
     mx.nd.waitall()
+    mx.profiler.dumps(reset=True)          # start from an empty record
     mx.profiler.set_config(profile_all=True, filename=path)
     mx.profiler.set_state("run")
     try:
