@@ -275,6 +275,31 @@ def test_mirrored_nodes_follow_their_original(monkeypatch):
     check_plan_per_device(ex)
 
 
+def test_reshape_keeps_the_placement():
+    data = mx.sym.Variable("data")
+    with mx.AttrScope(ctx_group="a"):
+        h = mx.sym.tanh(mx.sym.FullyConnected(data, num_hidden=5, name="fc1"))
+    with mx.AttrScope(ctx_group="b"):
+        loss = mx.sym.MakeLoss(mx.sym.sum(mx.sym.FullyConnected(h, num_hidden=3, name="fc2")))
+    g2c = {"a": mx.cpu(1), "b": mx.cpu(2)}
+    outs = []
+    for group2ctx in (None, g2c):
+        ex = loss.simple_bind(mx.cpu(0), data=(4, 6), group2ctx=group2ctx)
+        rng = np.random.RandomState(0)
+        for arr in ex.arg_dict.values():
+            arr[:] = rng.uniform(-1, 1, arr.shape)
+        small = ex.reshape(data=(2, 6))
+        small.forward(is_train=True, data=np.ones((2, 6)))
+        small.backward()
+        outs.append((small, small.outputs[0].asnumpy(), small.grad_dict["fc1_weight"].asnumpy()))
+    (_, o1, g1), (placed, o2, g2) = outs
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(g1, g2)
+    assert placed.arg_dict["fc2_weight"].context == mx.cpu(2) and placed.outputs[0].context == mx.cpu(2)
+    check_copies(placed)
+    check_plan_per_device(placed)
+
+
 def test_without_group2ctx_nothing_changes():
     sym, _ = random_graph(0)
     ex = sym.simple_bind(mx.cpu(0), x=(2, 6), y=(2, 6))
