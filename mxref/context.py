@@ -144,7 +144,7 @@ def parse_memory_size(text: str, what: str = _LIMIT_ENV) -> int:
 def _env_limits() -> Dict[object, int]:
     """``MXREF_DEVICE_MEMORY_LIMIT='cpu(1)=64MB,cpu(0)=1GB'``; a bare device type (``cpu=256MB``)
     gives every device of that type the limit; parsed again whenever the variable changes."""
-    text = os.environ.get(_LIMIT_ENV, "")
+    text = os.environ.get("MXREF_DEVICE_MEMORY_LIMIT", "")
     if text != _env_cache[0]:
         limits: Dict[object, int] = {}
         for item in filter(None, (p.strip() for p in text.split(","))):
