@@ -63,3 +63,21 @@ def test_split_block_trains_as_the_one_device_block(plain, tmp_path):
     np.testing.assert_array_equal(again.upper.weight.data().asnumpy(), split.upper.weight.data().asnumpy())
     assert again.upper.weight.data().context == mx.cpu(2)
 
+
+
+def test_hybridized_children_keep_their_devices():
+    """Each child hybridizes on its own device; gradients equal the imperative run's."""
+    x = mx.nd.array(np.random.RandomState(0).randn(6, 5))
+    grads = []
+    for hybrid in (False, True):
+        net = build([mx.cpu(1), mx.cpu(2)])
+        if hybrid:
+            net.hybridize()
+        with autograd.record():
+            out = net(x)
+            loss = (out * out).sum()
+        loss.backward()
+        assert out.context == mx.cpu(2) and net.lower.weight.grad().context == mx.cpu(1)
+        grads.append([p.grad().asnumpy() for p in (net.lower.weight, net.upper.weight)])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
