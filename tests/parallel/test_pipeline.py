@@ -66,6 +66,32 @@ def test_pipeline_equals_the_unsplit_batch():
     assert not np.allclose(params_ref["fc1_weight"].asnumpy(), start["fc1_weight"].asnumpy())
 
 
+@pytest.mark.timeout(120)
+def test_three_stages_on_three_devices():
+    def three():
+        first = mx.sym.Activation(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=12, name="a"),
+                                  act_type="tanh")
+        middle = mx.sym.Activation(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=12, name="b"),
+                                   act_type="relu")
+        last = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=4, name="c"),
+                                    name="softmax")
+        return [first, middle, last]
+
+    def make3(ctxs, m):
+        return Pipeline(three(), ctxs, {"data": (24, 10)}, {"softmax_label": (24,)}, num_microbatches=m,
+                        optimizer_params={"learning_rate": 0.3})
+
+    ref, pipe = make3([mx.cpu(0)] * 3, 1), make3([mx.cpu(0), mx.cpu(1), mx.cpu(2)], 3)
+    pipe.set_params(*ref.get_params())
+    for x, y in batches(2, batch=24):
+        np.testing.assert_allclose(pipe.step(data=x, softmax_label=y).asnumpy(),
+                                   ref.step(data=x, softmax_label=y).asnumpy(), rtol=RTOL, atol=ATOL)
+    got = pipe.get_params()[0]
+    for name, value in ref.get_params()[0].items():
+        np.testing.assert_allclose(got[name].asnumpy(), value.asnumpy(), rtol=RTOL, atol=ATOL)
+    assert pipe.params[2]["c_weight"].context == mx.cpu(2)
+
+
 def test_pipeline_argument_errors():
     with pytest.raises(MXNetError, match="2 stages for 1 contexts"):
         Pipeline(stages(), [mx.cpu(0)], {"data": (8, 3)}, {"softmax_label": (8,)})
