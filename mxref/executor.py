@@ -393,6 +393,10 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req: Union[str, list, 
         'write', 'add' or 'null', for all arguments or per argument (missing dict keys: 'null').
     aux_states : list or dict of NDArray, optional
         One array per auxiliary state.
+    group2ctx : dict of str to Context, optional
+        Model parallelism: nodes made under ``mx.AttrScope(ctx_group=g)`` run on ``group2ctx[g]``,
+        the others on ``ctx``; the arrays may then live on any device (each variable stays where
+        its array is) and ``_CrossDeviceCopy`` nodes move what crosses (``passes/place_device``).
     shared_exec : Executor, optional
         Reuse that executor's memory pool for intermediate results.
     """
@@ -466,6 +470,9 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     ``kwargs`` map input names to shapes (``data=(128, 784)``); ``type_dict`` gives dtypes
     (default float32). Gradient arrays are made for every argument whose ``grad_req`` (default
     'write', as in MXNet) is not 'null'.
+
+    With ``group2ctx`` (see ``bind``) each argument, gradient and auxiliary state is made on the
+    device of the nodes reading it (its own group's, if it has one).
 
     For bucketing, ``shared_exec`` lends its memory pool, its auxiliary states and the arrays of
     the arguments named in ``shared_arg_names``; ``shared_buffer`` (name to NDArray, updated in
