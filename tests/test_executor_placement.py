@@ -1,6 +1,8 @@
 """Executor placement (``group2ctx``): a graph split over several ``mx.cpu(i)`` devices computes
 exactly what the one-device graph computes, with copies only at device boundaries, one per
 (entry, destination), and a memory plan that never shares a block between devices."""
+import json
+
 import numpy as np
 import pytest
 
@@ -235,6 +237,37 @@ def test_copies_run_on_the_copy_workers_and_debug_str_shows_devices():
     # fc1's 32x64 output lives on cpu(0) (and its gradient), fc2's 32x10 ones on cpu(1)
     assert per_device["cpu(0)"] >= 32 * 64 * 4 and per_device["cpu(1)"] >= 32 * 10 * 4
     assert lines[-2].startswith("Total ") and lines[-2].endswith(" MB allocated")
+
+
+def test_copies_run_on_the_priority_workers_in_the_trace(tmp_path, engine_type):
+    """The profiler shows each copy on a ``cpu priority`` thread, each compute op on its device's
+    worker: a copy never waits behind either device's queue."""
+    if engine_type == "NaiveEngine":
+        pytest.skip("the naive engine runs everything on the calling thread")
+    sym, g2c = random_graph(2)
+    ex = sym.simple_bind(mx.cpu(0), group2ctx=g2c, x=(4, 6), y=(4, 6))
+    path = str(tmp_path / "trace.json")
+    mx.profiler.dumps(reset=True)
+    mx.profiler.set_config(profile_all=True, filename=path)
+    mx.profiler.set_state("run")
+    ex.forward(is_train=True)
+    ex.backward()
+    mx.nd.waitall()
+    mx.profiler.set_state("stop")
+    mx.profiler.dump()
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    thread = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    device = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    spans = [e for e in events if e["ph"] == "X" and e["name"] not in ("DeleteVariable", "WaitForVar")]
+    copies = [e for e in spans if e["name"] == "_CrossDeviceCopy"]
+    assert len(copies) == check_copies(ex)
+    for e in spans:
+        name = thread[(e["pid"], e["tid"])]
+        if e["name"] == "_CrossDeviceCopy":
+            assert name.startswith("cpu priority"), name
+        else:
+            assert name.startswith(f"{device[e['pid']]} worker"), (e["name"], name)
 
 
 def test_group2ctx_errors_are_clear():
