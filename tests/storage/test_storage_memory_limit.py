@@ -51,6 +51,7 @@ def test_limit_from_the_environment(monkeypatch):
     set_memory_limit(mx.cpu(3), "1KB")    # the API wins over the environment
     try:
         assert memory_limit(mx.cpu(3)) == 1024
+        assert storage.describe(mx.cpu(3))["cpu(3)"].endswith("limit 1024 bytes)")     # mxref.info()
     finally:
         set_memory_limit(mx.cpu(3), None)
     assert memory_limit(mx.cpu(3)) == 64 * MB
