@@ -31,6 +31,7 @@ from . import (
     operator,
     ops,
     optimizer,
+    parallel,
     passes,
     profiler,
     random,

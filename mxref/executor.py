@@ -21,6 +21,7 @@ from .executor_plan import GraphPlan, allocate, build_graph, bulk_sizes, compile
 from .ndarray.ndarray import NDArray, _empty
 from .ndarray.utils import zeros
 from .passes.memory_report import debug_str_footer
+from .passes.place_device import check_group2ctx, placed_debug_str
 from .symbol.symbol import Symbol
 
 __all__ = ["Executor", "bind", "simple_bind"]
@@ -63,7 +64,7 @@ class Executor:
             arr = None
             if nid is not None:
                 eid = idx.entry_id(nid, 0)
-                arr = bound[eid] = zeros(plan.shape(eid), ctx, plan.dtype(eid))
+                arr = bound[eid] = zeros(plan.shape(eid), plan.ctx_of(nid, ctx), plan.dtype(eid))
             self._head_grads.append(arr)
         add_eids = set()
         for name, garr in zip(self._arg_names, grad_arrays):
@@ -257,7 +258,15 @@ class Executor:
                                                 self.arg_arrays + self.aux_arrays)}
         stypes = {n: a.stype for n, a in zip(self._arg_names + self._aux_names,
                                                self.arg_arrays + self.aux_arrays)}
-        plan = build_graph(self._symbol._outputs, self._grad_req, known, dtypes, "reshape", stypes)
+        placement = None
+        if self._plan.node_ctx is not None:
+            placement = _placement(self._group2ctx, self._ctx, "reshape",
+                                   {n: a.context for n, a in zip(self._arg_names + self._aux_names,
+                                                                 self.arg_arrays + self.aux_arrays)},
+                                   {n: g.context for n, g in zip(self._arg_names, self.grad_arrays)
+                                    if g is not None})
+        plan = build_graph(self._symbol._outputs, self._grad_req, known, dtypes, "reshape", stypes,
+                           placement)
 
         def remake(name: str, old: Optional[NDArray]) -> Optional[NDArray]:
             if old is None:
@@ -274,7 +283,7 @@ class Executor:
                 if not allow_up_sizing:
                     raise MXNetError(f"reshape: new shape of '{name}' {shape} is larger than the original "
                                      f"{old.shape}; set allow_up_sizing=True to allow it")
-                return _empty(shape, self._ctx, old._dtype)
+                return _empty(shape, old.context, old._dtype)
             return old._view(shape, old._offset)
 
         args = [remake(n, a) for n, a in zip(self._arg_names, self.arg_arrays)]
@@ -285,8 +294,15 @@ class Executor:
 
     def debug_str(self) -> str:
         """The bound graph (forward and backward nodes) in nnvm's format, ending with MXNet's
-        ``Total N MB allocated`` line (planned intermediate entries only, as MXNet counts)."""
-        return Symbol(self._plan.graph.outputs).debug_str() + debug_str_footer(self._plan.graph)
+        ``Total N MB allocated`` line (planned intermediate entries only, as MXNet counts).
+
+        A graph placed on several devices (``group2ctx``) shows each operator's device on its
+        ``Op:`` line and, before the total, one ``<device>: N MB allocated`` line per device.
+        """
+        text = Symbol(self._plan.graph.outputs).debug_str()
+        if self._plan.node_ctx is not None:
+            text = placed_debug_str(self._plan.graph, text)
+        return text + debug_str_footer(self._plan.graph)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,15 +374,14 @@ def _check_ctx(ctx, arrays, names, what: str) -> None:
             raise MXNetError(f"bind: {what} '{name}' is on {arr.context}, the executor on {ctx}")
 
 
-def _check_group2ctx(symbol, ctx, group2ctx) -> None:
-    """Every node runs on ``ctx``; a ``group2ctx`` placing a group elsewhere is refused, not ignored."""
-    if not group2ctx:
-        return
-    for node_attrs in symbol.attr_dict().values():
-        group = node_attrs.get("__ctx_group__")
-        if group is not None and group in group2ctx and group2ctx[group] != ctx:
-            raise MXNetError(f"bind: group2ctx places group '{group}' on {group2ctx[group]} but the "
-                             f"executor runs on {ctx}; placing nodes on several devices is not supported")
+def _placement(group2ctx, ctx, caller: str, input_ctx=None, grad_ctx=None) -> Optional[dict]:
+    """Keyword arguments of the ``place_device`` pass, or ``None`` when no ``group2ctx`` is given
+    (the whole graph runs on ``ctx``, as before placement existed)."""
+    groups = check_group2ctx(group2ctx, caller)
+    if not groups:
+        return None
+    return {"group2ctx": groups, "default_ctx": ctx, "input_ctx": input_ctx or {},
+            "grad_ctx": grad_ctx or {}}
 
 
 def bind(symbol, ctx: Context, args, args_grad=None, grad_req: Union[str, list, dict] = "write",
@@ -383,6 +398,10 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req: Union[str, list, 
         'write', 'add' or 'null', for all arguments or per argument (missing dict keys: 'null').
     aux_states : list or dict of NDArray, optional
         One array per auxiliary state.
+    group2ctx : dict of str to Context, optional
+        Model parallelism: nodes made under ``mx.AttrScope(ctx_group=g)`` run on ``group2ctx[g]``,
+        the others on ``ctx``; the arrays may then live on any device (each variable stays where
+        its array is) and ``_CrossDeviceCopy`` nodes move what crosses (``passes/place_device``).
     shared_exec : Executor, optional
         Reuse that executor's memory pool for intermediate results.
     """
@@ -402,15 +421,19 @@ def bind(symbol, ctx: Context, args, args_grad=None, grad_req: Union[str, list, 
         elif grad_arrays[i].shape != arg_arrays[i].shape:
             raise MXNetError(f"bind: gradient array of '{name}' has shape {grad_arrays[i].shape}, the "
                              f"argument {arg_arrays[i].shape}")
-    _check_ctx(ctx, arg_arrays, arg_names, "argument")
-    _check_ctx(ctx, grad_arrays, arg_names, "gradient of")
-    _check_ctx(ctx, aux_arrays, aux_names, "auxiliary state")
-    _check_group2ctx(symbol, ctx, group2ctx)
     names = arg_names + aux_names
     arrays = arg_arrays + aux_arrays
+    # With group2ctx, arrays may live on any device: each variable lives where its array is, and
+    # the placement pass copies what a node on another device reads.
+    placement = _placement(group2ctx, ctx, "bind", {n: a.context for n, a in zip(names, arrays)},
+                           {n: g.context for n, g in zip(arg_names, grad_arrays) if g is not None})
+    if placement is None:
+        _check_ctx(ctx, arg_arrays, arg_names, "argument")
+        _check_ctx(ctx, grad_arrays, arg_names, "gradient of")
+        _check_ctx(ctx, aux_arrays, aux_names, "auxiliary state")
     plan = build_graph(symbol._outputs, reqs, {n: a.shape for n, a in zip(names, arrays)},
                        {n: a._dtype for n, a in zip(names, arrays)}, "bind",
-                       {n: a.stype for n, a in zip(names, arrays)})
+                       {n: a.stype for n, a in zip(names, arrays)}, placement)
     for name, arr in zip(names, arrays):
         want = tuple(plan.input_shape(name))
         if want != arr.shape:
@@ -454,6 +477,9 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     (default float32). Gradient arrays are made for every argument whose ``grad_req`` (default
     'write', as in MXNet) is not 'null'.
 
+    With ``group2ctx`` (see ``bind``) each argument, gradient and auxiliary state is made on the
+    device of the nodes reading it (its own group's, if it has one).
+
     For bucketing, ``shared_exec`` lends its memory pool, its auxiliary states and the arrays of
     the arguments named in ``shared_arg_names``; ``shared_buffer`` (name to NDArray, updated in
     place) supplies the other argument arrays where large enough.
@@ -469,9 +495,13 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
             raise MXNetError(f"simple_bind: the shape of '{key}' must be a tuple of ints, got {shape!r}")
         shapes[key] = tuple(int(d) for d in shape)
     reqs = _grad_req_dict(grad_req, arg_names)
-    _check_group2ctx(symbol, ctx, group2ctx)
+    placement = _placement(group2ctx, ctx, "simple_bind")
+    if placement is not None and shared_exec is not None:
+        placement["input_ctx"] = {n: a.context for n, a in shared_exec.arg_dict.items()
+                                  if n in set(shared_arg_names or ())}
+        placement["input_ctx"].update((n, a.context) for n, a in shared_exec.aux_dict.items())
     plan = build_graph(symbol._outputs, reqs, shapes, _default_dtypes(symbol, arg_names, type_dict),
-                       "simple_bind", stype_dict)
+                       "simple_bind", stype_dict, placement)
     shared_names = set(shared_arg_names or ())
     arg_arrays, grad_arrays, aux_arrays = [], [], []
     for name in arg_names:
@@ -482,13 +512,13 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
                 raise MXNetError(f"simple_bind: shared argument '{name}' has shape {arr.shape}, "
                                  f"this graph needs {shape}")
         elif plan.input_stype(name) != "default":     # sparse: never a view of a shared buffer
-            arr, grad = zeros(shape, ctx, dtype, stype=plan.input_stype(name)), None
+            arr, grad = zeros(shape, plan.input_ctx(name, ctx), dtype, stype=plan.input_stype(name)), None
         else:
-            arr = _shared_or_new(name, shape, dtype, ctx, shared_buffer)
+            arr = _shared_or_new(name, shape, dtype, plan.input_ctx(name, ctx), shared_buffer)
             grad = None
         if reqs[name] != "null" and grad is None:
             # The gradient's stype is what the graph computes (row_sparse for dot(csr, w)'s w).
-            grad = zeros(shape, ctx, dtype, stype=plan.stype(plan.grad_eids[name]))
+            grad = zeros(shape, plan.input_ctx(name, ctx), dtype, stype=plan.stype(plan.grad_eids[name]))
         arg_arrays.append(arr)
         grad_arrays.append(grad if reqs[name] != "null" else None)
     for name in aux_names:
@@ -499,7 +529,7 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
                 raise MXNetError(f"simple_bind: shared auxiliary state '{name}' has shape {arr.shape}, "
                                  f"this graph needs {shape}")
         else:
-            arr = zeros(shape, ctx, dtype)
+            arr = zeros(shape, plan.input_ctx(name, ctx), dtype)
         aux_arrays.append(arr)
     pool = shared_exec._pool if shared_exec is not None else None
     return Executor(symbol, ctx, plan, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx, pool)

@@ -25,9 +25,10 @@ import numpy as np
 from . import engine as _engine
 from . import resource as _resource
 from .base import MXNetError, env_bool, env_float, env_int, env_str
+from .engine.base import FnProperty
 from .graph import Graph, NodeEntry, apply_pass, copy_graph, make_node
 from .ndarray.chunk import Chunk
-from .ndarray.ndarray import NDArray
+from .ndarray.ndarray import NDArray, _copy_property
 from .ndarray.sparse import new_sparse
 from .ndarray.storage_dispatch import fallback_log, node_kernel
 from .ndarray.utils import zeros as _nd_zeros
@@ -61,6 +62,17 @@ class GraphPlan:
         self.input_nid = input_nid
         self.head_grad_nids = head_grad_nids
         self.grad_eids = grad_eids
+        # Placement (``passes/place_device``): a Context per node, or None when all run on one.
+        ctxs = graph.attrs.get("device_ctx")
+        self.node_ctx = None if ctxs is None else [ctxs[d] for d in graph.attrs["device"]]
+
+    def ctx_of(self, nid: int, default):
+        """The device node ``nid`` runs on (its outputs live there)."""
+        return default if self.node_ctx is None else self.node_ctx[nid]
+
+    def input_ctx(self, name: str, default):
+        """The device of input variable ``name``."""
+        return self.ctx_of(self.input_nid[name], default)
 
     def shape(self, eid: int):
         return self.graph.attrs["shape"][eid]
@@ -89,14 +101,17 @@ def _fmt(kind: str, value) -> str:
 
 def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: Dict[str, tuple],
                 dtypes: Dict[str, np.dtype], caller: str = "bind",
-                stypes: Optional[Dict[str, str]] = None) -> GraphPlan:
+                stypes: Optional[Dict[str, str]] = None,
+                placement: Optional[dict] = None) -> GraphPlan:
     """Training (or inference) graph of ``outputs``, with shapes, dtypes, storage types and a
     memory plan.
 
     ``grad_req`` maps argument names to 'null'/'write'/'add'; ``shapes``/``dtypes``/``stypes``
     give what is known of the inputs. Raises ``MXNetError`` naming the inputs whose shape or dtype
     stays unknown. Sparse entries are left out of the memory plan: their size is known only when
-    they are computed, so each gets an array of its own (``allocate``).
+    they are computed, so each gets an array of its own (``allocate``). ``placement`` (keyword
+    arguments of the ``place_device`` pass, with ``grad_ctx``: argument name to the device of its
+    gradient array) places the graph on several devices.
     """
     outputs = copy_graph(outputs)   # the executor owns its nodes: passes may annotate them
     fwd_idx = Graph(outputs).indexed
@@ -110,6 +125,8 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
         _private_add_targets(graph, len(outputs), [grad_req[x.node.name] for x in xs])
     else:
         graph, head_nodes = Graph(outputs), []
+    if placement is not None:
+        graph = _place(graph, len(outputs), xs, placement)
     try:
         graph = apply_pass(graph, "infer_shape", shape_inputs=shapes)
         graph = apply_pass(graph, "infer_type", dtype_inputs=dtypes)
@@ -136,6 +153,8 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
                     raise MXNetError(f"{caller}: cannot infer the {kind} of output {i} of operator "
                                      f"{node.name} ({node.op.name})")
     num_fwd = len(outputs)
+    if placement is not None:
+        graph.attrs["num_forward_outputs"] = num_fwd
     grad_eids = {x.node.name: idx.entry_id(e) for x, e in zip(xs, graph.outputs[num_fwd:])}
     storage = [BAD_STORAGE_ID] * idx.num_node_entries
     for eid in grad_eids.values():           # gradient arrays are bound by the caller
@@ -153,6 +172,17 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     head_grad_nids = [idx.node_id.get(id(h)) for h in head_nodes]
     num_forward_nodes = len(Graph(outputs).indexed.nodes)
     return GraphPlan(graph, num_fwd, num_forward_nodes, input_nid, head_grad_nids, grad_eids)
+
+
+def _place(graph: Graph, num_fwd: int, xs: Sequence[NodeEntry], placement: dict) -> Graph:
+    """Run ``place_device`` on the training graph; gradient outputs end where their arrays are."""
+    kwargs = dict(placement)
+    grad_ctx = kwargs.pop("grad_ctx", None) or {}
+    kwargs["output_ctx"] = {num_fwd + i: grad_ctx[x.node.name] for i, x in enumerate(xs)
+                            if x.node.name in grad_ctx}
+    graph.attrs.setdefault("num_forward_outputs", num_fwd)
+    graph.attrs.setdefault("grad_of", list(xs))
+    return apply_pass(graph, "place_device", **kwargs)
 
 
 def _mirror_choice(outputs: Sequence[NodeEntry], shapes: Dict[str, tuple]):
@@ -209,15 +239,17 @@ def allocate(plan: GraphPlan, ctx, bound: Dict[int, NDArray], shared_pool: Optio
     pool = shared_pool if shared_pool is not None else []
     free = sorted(pool, key=lambda c: c.nbytes)
     eng = _engine.get()
+    sid_ctx = storage_contexts(plan, ctx)
     blocks: Dict[int, Chunk] = {}
     for sid in sorted(range(len(nbytes)), key=lambda s: -nbytes[s]):
         if nbytes[sid] == 0:
             continue
-        chunk = next((c for c in free if c.nbytes >= nbytes[sid] and c.ctx == ctx), None)
+        where = sid_ctx.get(sid, ctx)
+        chunk = next((c for c in free if c.nbytes >= nbytes[sid] and c.ctx == where), None)
         if chunk is not None:
             free.remove(chunk)
         else:
-            chunk = Chunk(nbytes[sid], ctx, eng.new_variable())
+            chunk = Chunk(nbytes[sid], where, eng.new_variable())
             pool.append(chunk)
         chunk.data()    # allocate now, as MXNet does at bind: views below are taken once
         blocks[sid] = chunk
@@ -233,21 +265,41 @@ def allocate(plan: GraphPlan, ctx, bound: Dict[int, NDArray], shared_pool: Optio
                 continue
             shape, dtype = tuple(plan.shape(eid)), np.dtype(plan.dtype(eid))
             if plan.stype(eid) != "default":
-                arrays[eid] = new_sparse(plan.stype(eid), shape, ctx, dtype)
+                arrays[eid] = new_sparse(plan.stype(eid), shape, plan.ctx_of(nid, ctx), dtype)
                 continue
             chunk = blocks.get(sids[eid])
             if chunk is None:   # not planned (zero-size entries): a private array
-                chunk = Chunk(max(int(np.prod(shape)) * dtype.itemsize, 0), ctx, eng.new_variable())
+                chunk = Chunk(max(int(np.prod(shape)) * dtype.itemsize, 0), plan.ctx_of(nid, ctx),
+                              eng.new_variable())
             arrays[eid] = NDArray(chunk, shape, dtype, 0)
     return arrays, pool
+
+
+def storage_contexts(plan: GraphPlan, default) -> Dict[int, object]:
+    """The device of each planned block: that of the nodes writing it (one device per block:
+    ``plan_memory`` keeps devices apart). Empty when the graph runs on one device."""
+    if plan.node_ctx is None:
+        return {}
+    idx, sids = plan.idx, plan.graph.attrs["storage_id"]
+    out: Dict[int, object] = {}
+    for nid, node in enumerate(idx.nodes):
+        for i in range(node.num_outputs()):
+            sid = sids[idx.entry_id(nid, i)]
+            if sid >= 0:
+                where = plan.node_ctx[nid]
+                if out.setdefault(sid, where) != where:
+                    raise MXNetError(f"plan_memory: block {sid} is shared by {out[sid]} and {where}")
+    return out
 
 
 class NodeOp:
     """One node made ready to run: what its kernel call needs, computed once at bind."""
 
-    __slots__ = ("nid", "name", "op_name", "call", "const_vars", "mutable_vars", "in_eids", "out_eids")
+    __slots__ = ("nid", "name", "op_name", "call", "const_vars", "mutable_vars", "in_eids", "out_eids",
+                 "ctx", "prop")
 
-    def __init__(self, nid, name, op_name, call, const_vars, mutable_vars, in_eids=(), out_eids=()):
+    def __init__(self, nid, name, op_name, call, const_vars, mutable_vars, in_eids=(), out_eids=(),
+                 ctx=None, prop=FnProperty.NORMAL):
         self.nid = nid
         self.name = name
         self.op_name = op_name
@@ -258,6 +310,10 @@ class NodeOp:
         # The graph entries behind ``call``'s inputs and outputs (a CachedOp swaps some per call).
         self.in_eids = in_eids
         self.out_eids = out_eids
+        # Where it runs when the graph is placed on several devices (None: the executor's
+        # context), and its routing: copies go to the copy workers.
+        self.ctx = ctx
+        self.prop = prop
 
 
 def _reqs(plan: GraphPlan, nid: int, add_eids: set) -> List[str]:
@@ -284,9 +340,11 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
     stypes = plan.graph.attrs["storage_type"]
     # Sparse entries are outside the memory plan, which marks the unread ones: do it here.
     read = {idx.entry_id(e) for n in idx.nodes for e in n.inputs} | set(idx.output_entry_ids())
+    default_ctx = ctx
     for nid, node in enumerate(idx.nodes):
         if node.is_variable:
             continue
+        ctx = plan.ctx_of(nid, default_ctx)
         op, params = node.op, node.params
         in_eids = tuple(idx.entry_id(e) for e in node.inputs)
         out_eids = tuple(idx.entry_id(nid, i) for i in range(node.num_outputs()))
@@ -322,8 +380,11 @@ def compile_nodes(plan: GraphPlan, arrays: List[NDArray], ctx, add_eids: set) ->
                                  [stypes[e] for e in in_eids], [stypes[e] for e in out_eids],
                                  get_kernel(op, ctx.device_type))
             call = (kernel, octxs, params, in_arrs, out_arrs, reqs)
+        placed, prop = plan.node_ctx is not None, FnProperty.NORMAL
+        if placed and op.name == "_CrossDeviceCopy":
+            prop = _copy_property(in_arrs[0].context, ctx)
         ops.append(NodeOp(nid, node.name, op.name, call, const, list(dict.fromkeys(mutable)),
-                          in_eids, out_eids))
+                          in_eids, out_eids, ctx if placed else None, prop))
     return ops
 
 
@@ -368,10 +429,11 @@ class SegmentFn:
 class Segment:
     """Consecutive nodes pushed as one engine op: reads what they read from outside, writes the rest."""
 
-    __slots__ = ("ops", "const_vars", "mutable_vars", "name", "fns")
+    __slots__ = ("ops", "const_vars", "mutable_vars", "name", "fns", "ctx", "prop")
 
     def __init__(self, ops: Sequence[NodeOp], name: str):
         self.ops = list(ops)
+        self.ctx, self.prop = ops[0].ctx, ops[0].prop     # one device and routing per segment
         mutable = list(dict.fromkeys(v for op in ops for v in op.mutable_vars))
         # What the segment reads from outside: each node's reads not written by an earlier node
         # (some, an 'add' gradient, are written by the node itself: the engine dedups those).
@@ -387,8 +449,8 @@ class Segment:
         self.fns = (SegmentFn(ops, False, self.name), SegmentFn(ops, True, self.name))
 
     def push(self, ctx, is_train: bool) -> None:
-        _engine.get().push_sync(self.fns[int(is_train)], ctx, self.const_vars, self.mutable_vars,
-                                name=self.name)
+        _engine.get().push_sync(self.fns[int(is_train)], self.ctx or ctx, self.const_vars,
+                                self.mutable_vars, self.prop, name=self.name)
 
 
 def bulk_sizes(training: bool) -> tuple:
@@ -408,5 +470,16 @@ def bulk_sizes(training: bool) -> tuple:
 
 
 def compile_segments(ops: Sequence[NodeOp], size: int, name: str) -> List[Segment]:
-    """Split ``ops`` (already in execution order) into segments of at most ``size`` nodes."""
-    return [Segment(ops[i:i + size], name) for i in range(0, len(ops), max(1, size))]
+    """Split ``ops`` (already in execution order) into segments of at most ``size`` nodes; a
+    placed graph's segments also end where the device changes, and each copy is one alone."""
+    size = max(1, size)
+    out, run = [], []
+    for op in ops:
+        if run and (len(run) >= size or op.ctx != run[0].ctx or op.prop != FnProperty.NORMAL
+                    or run[0].prop != FnProperty.NORMAL):
+            out.append(Segment(run, name))
+            run = []
+        run.append(op)
+    if run:
+        out.append(Segment(run, name))
+    return out

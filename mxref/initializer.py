@@ -53,7 +53,7 @@ def _random_fill(arr, kind: str, a: float, b: float) -> None:
     """Fill ``arr`` from ``mx.nd.random.<kind>(a, b)``; writes straight into NDArrays (in-engine)."""
     draw = nd.random.uniform if kind == "uniform" else nd.random.normal
     if isinstance(arr, NDArray):
-        draw(a, b, shape=arr.shape, dtype=arr.dtype, out=arr)
+        draw(a, b, shape=arr.shape, dtype=arr.dtype, ctx=arr.context, out=arr)   # on its own device
     else:
         arr[...] = draw(a, b, shape=arr.shape).asnumpy()
 

@@ -97,8 +97,11 @@ def resume(profile_process: str = "worker") -> None:
 def record_op(name: str, ctx, t0_ns: int, t1_ns: int, category: str = "operator") -> None:
     """The engine's hook: one finished operation ran from ``t0_ns`` to ``t1_ns`` on this thread."""
     tid = threading.get_ident()
-    if tid not in _state.threads:
-        _state.threads[tid] = threading.current_thread().name
+    # NOTE: compared each time, not set once: a finished thread's ident is reused by the next new
+    # thread (engines stop and restart their workers), which would inherit a stale row name.
+    thread = threading.current_thread().name
+    if _state.threads.get(tid) != thread:
+        _state.threads[tid] = thread
     _state.events.append(("X", name, category, t0_ns, t1_ns, tid, str(ctx) if ctx is not None else "cpu(0)"))
 
 

@@ -41,3 +41,15 @@ def test_bad_device_type():
         mx.Context("tpu", 0)
     with pytest.raises(mx.MXNetError, match="device_id"):
         mx.cpu(-1)
+
+
+def test_nested_with_on_one_context_object_restores_the_outer_default():
+    """``with x.context:`` nests on the one Context object arrays share (a HybridBlock calling a
+    child): leaving both restores the default from before the outer one."""
+    ctx = mx.cpu(1)
+    assert mx.current_context() == mx.cpu(0)
+    with ctx:
+        with ctx:
+            assert mx.current_context() == mx.cpu(1)
+        assert mx.current_context() == mx.cpu(1)
+    assert mx.current_context() == mx.cpu(0)

@@ -311,11 +311,12 @@ def test_shared_exec_reuses_the_memory_pool_and_arrays():
     assert ex2.forward(data=np.ones((4, 7)))[0].shape == (4, 10)
 
 
-def test_group2ctx_elsewhere_is_refused():
+def test_group2ctx_places_the_group_elsewhere():
+    """A group mapped to another device runs there (tests/test_placement.py has the details)."""
     with mx.AttrScope(ctx_group="dev1"):
         sym = mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=2, name="fc")
-    with pytest.raises(MXNetError, match="group2ctx"):
-        sym.simple_bind(mx.cpu(), group2ctx={"dev1": mx.cpu(1)}, x=(2, 3))
+    ex = sym.simple_bind(mx.cpu(), group2ctx={"dev1": mx.cpu(1)}, x=(2, 3))
+    assert ex.forward()[0].context == mx.cpu(1)
     assert sym.simple_bind(mx.cpu(), group2ctx={"dev1": mx.cpu()}, x=(2, 3)).forward()[0].shape == (2, 2)
 
 

@@ -37,7 +37,7 @@ LAYERS: Dict[str, int] = {
     "lr_scheduler": 6, "metric": 6, "io": 6, "data": 6, "visualization": 6, "test_utils": 6, "op_check": 6,
     "collective": 6,
     # 7: stores and the Gluon / model front ends
-    "kvstore": 7, "gluon": 7, "model": 7,
+    "kvstore": 7, "gluon": 7, "model": 7, "parallel": 7,
     # 8: Module and its callbacks
     "module": 8, "callback": 8,
     # 9: the package face and the tools

@@ -118,13 +118,17 @@ class Trainer:
         self._reset_kvstore()
 
     def _check_contexts(self):
+        """The contexts of the first Parameter. Every Parameter must have as many copies (one per
+        data-parallel replica), but, unlike MXNet 1.x, not on the same devices: a model split over
+        devices (``initialize(ctx=...)`` per child block) trains with one Trainer. Updater ``k``
+        updates the ``k``-th copy of every Parameter, wherever it lives."""
         contexts = None
         for p in self._params:
             ctx = p.list_ctx()
-            if contexts is not None and contexts != ctx:
-                raise AssertionError(f"All Parameters must be initialized on the same set of contexts, but "
-                                     f"Parameter {p.name} is initialized on {ctx} while previous Parameters "
-                                     f"are initialized on {contexts}.")
+            if contexts is not None and len(contexts) != len(ctx):
+                raise AssertionError(f"All Parameters must be initialized on the same number of contexts, "
+                                     f"but Parameter {p.name} is initialized on {ctx} while previous "
+                                     f"Parameters are initialized on {contexts}.")
             contexts = ctx
         return contexts
 
@@ -152,7 +156,7 @@ class Trainer:
 
     def _init_kvstore(self) -> None:
         config = self._kvstore_params
-        arg_arrays = {p.name: p.data(self._contexts[0]) for p in self._params}
+        arg_arrays = {p.name: p.list_data()[0] for p in self._params}
         kvstore, update_on_kvstore = _create_kvstore(config["kvstore"], len(self._contexts), arg_arrays)
         self._distributed = _capable(kvstore, "distributed") if kvstore else False
         if self._distributed and _capable(kvstore, "async"):

@@ -75,6 +75,23 @@ def _merge_multi_context(outputs: List[List[nd.NDArray]], major_axis: List[int])
     return merged
 
 
+def _prepare_group2ctxs(group2ctxs, num_contexts: int) -> list:
+    """One ``group2ctx`` per data-parallel context: ``None``, one dict for all of them, or a list
+    with one dict per context (MXNet's ``_prepare_group2ctxs``: data x model parallelism)."""
+    if group2ctxs is None:
+        return [None] * num_contexts
+    if isinstance(group2ctxs, dict):
+        return [group2ctxs] * num_contexts
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != num_contexts:
+            raise MXNetError(f"group2ctxs: {len(group2ctxs)} dicts for {num_contexts} contexts; give "
+                             "one dict per context, or one dict for all")
+        if not all(g is None or isinstance(g, dict) for g in group2ctxs):
+            raise MXNetError("group2ctxs: a list must hold one dict (group name to Context) per context")
+        return list(group2ctxs)
+    raise MXNetError(f"group2ctxs must be a dict or a list of dicts, got {type(group2ctxs).__name__}")
+
+
 class DataParallelExecutorGroup:
     """The executors of a ``Module``: one per context, sharing parameters' names and layout.
 
@@ -115,7 +132,7 @@ class DataParallelExecutorGroup:
         self.symbol = symbol
         self.contexts = list(contexts)
         self.workload = list(workload)
-        self.group2ctxs = group2ctxs
+        self.group2ctxs = _prepare_group2ctxs(group2ctxs, len(self.contexts))
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self.logger = logger
@@ -190,6 +207,7 @@ class DataParallelExecutorGroup:
         shapes = {d.name: d.shape for d in descs}
         types = {d.name: d.dtype for d in descs}
         return self.symbol.simple_bind(ctx, grad_req=self.grad_req, type_dict=types,
+                                       group2ctx=self.group2ctxs[i],
                                        shared_arg_names=self.param_names, shared_exec=shared_exec,
                                        shared_buffer=self.shared_data_arrays[i], **shapes)
 

@@ -280,6 +280,8 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
                                  f"{[str(i.context) for i in inputs]}")
     elif ctx is None:
         ctx = current_context()
+    if op.output_ctx is not None:     # a cross-device copy: the output lives on its dst
+        ctx = op.output_ctx(params)
     eng = _engine_mod._engine or _engine_mod.get()
     single = plan.single
     # NOTE: everything made below lives until the op has run, i.e. across garbage collections

@@ -44,6 +44,8 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
                              f"{[str(x.context) for x in inputs]}")
     elif ctx is None:
         ctx = current_context()       # an op without inputs (_zeros, _random_uniform)
+    if op.output_ctx is not None:     # a cross-device copy: the output lives on its dst
+        ctx = op.output_ctx(params)
     # 3. The outputs: new arrays with an engine variable but no memory yet, or the out= arrays.
     if out is None:
         outputs = [NDArray(Chunk(math.prod(s) * t.itemsize, ctx, engine.get().new_variable()), s, t)

@@ -9,6 +9,7 @@ import numpy as np
 from .. import engine as _engine
 from ..base import MXNetError, normalize_dtype, numeric_types
 from ..context import Context, current_context
+from ..engine.base import FnProperty
 from .chunk import Chunk
 
 __all__ = ["NDArray"]
@@ -161,10 +162,19 @@ class NDArray:
         def copy(run_ctx):
             target._data()[...] = src._data()
 
-        _engine.get().push_sync(copy, target._chunk.ctx, (src._chunk.var,), (target._chunk.var,),
-                                name="_copyto")
+        dst_ctx, src_ctx = target._chunk.ctx, self._chunk.ctx
+        if dst_ctx == src_ctx:
+            _engine.get().push_sync(copy, dst_ctx, (src._chunk.var,), (target._chunk.var,),
+                                    name="_copyto")
+            if _imperative._record_hook is not None:
+                _record_view("_copy", self, target)
+            return target
+        # Between devices: on the copy workers, so it overlaps both devices' computation; recorded
+        # as a _CrossDeviceCopy, whose gradient copies back to this array's device.
+        _engine.get().push_sync(copy, dst_ctx, (src._chunk.var,), (target._chunk.var,),
+                                prop=_copy_property(src_ctx, dst_ctx), name="_CrossDeviceCopy")
         if _imperative._record_hook is not None:
-            _record_view("_copy", self, target)
+            _record_view("_CrossDeviceCopy", self, target, src=str(src_ctx), dst=str(dst_ctx))
         return target
 
     def copy(self) -> "NDArray":
@@ -401,6 +411,15 @@ def _record_view(op_name: str, x: NDArray, out: NDArray, **params) -> None:
     if hook is not None:
         op = _imperative.registry.get(op_name)
         hook(op, op.parse_params(params), [x], [out])
+
+
+def _copy_property(src_ctx: Context, dst_ctx: Context) -> FnProperty:
+    """Which copy workers move bytes between two devices (MXNet's ``CopyFromTo`` choice)."""
+    if dst_ctx.device_type == "gpu":
+        return FnProperty.COPY_TO_GPU
+    if src_ctx.device_type == "gpu":
+        return FnProperty.COPY_FROM_GPU
+    return FnProperty.CPU_PRIORITIZED
 
 
 def _nothing(run_ctx) -> None:

@@ -340,6 +340,9 @@ class OpDef:
         self.infer_storage: Optional[Callable] = None
         self.fcompute_ex: Optional[Callable] = None
         self.sparse_from_dense = False
+        # ``params -> Context`` for an operator whose output lives on a device its parameters name
+        # (``_CrossDeviceCopy``); ``None``: outputs live where the inputs are.
+        self.output_ctx: Optional[Callable] = None
 
     # -- names of inputs and outputs -------------------------------------------------------
     def list_arguments(self, params: dict) -> List[str]:

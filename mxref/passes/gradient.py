@@ -126,6 +126,7 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
             raise MXNetError(f"Cannot differentiate with respect to the {i + 1}-th variable "
                              f"'{x.node.name}' because it is unreachable from the outputs.")
     mirror = _mirror_map(topo, mirror_fun) if mirror_fun is not None else {}
+    forward = {id(n) for n in topo}
 
     def summed(gentry: _GradEntry, like: NodeEntry) -> Optional[NodeEntry]:
         grads = gentry.grads or [_zeros_like(like, f"{like.node.name}_zero_grad{like.index}")]
@@ -134,6 +135,7 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
         total = aggregate_fun(grads)
         if gentry.need_attr_hint and attr_hint_fun is not None:
             total = attr_hint_fun(total, like)
+        _tag_backward([total], like.node, forward)
         return total
 
     for node in reversed(topo):
@@ -162,6 +164,7 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
         else:
             raise MXNetError(f"Operator {node.op.name} is non-differentiable because it didn't "
                              f"register a gradient (node {node.name}).")
+        _tag_backward(in_grads, node, forward)
         for e, g in zip(node.inputs, in_grads):
             if g is None:
                 continue
@@ -190,6 +193,18 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
             seen[key] = 1
         outputs.append(g)
     return Graph(outputs, {"grad_of": xs})
+
+
+def _tag_backward(entries, fwd_node: Node, forward: set) -> None:
+    """Mark the nodes just built for ``fwd_node``'s backward (or for summing the gradient of one
+    of its outputs) with ``extra['fwd_node']``: the placement pass puts them on its device."""
+    stack = [e.node for e in entries if e is not None]
+    while stack:
+        n = stack.pop()
+        if n.is_variable or id(n) in forward or "fwd_node" in n.extra or "mirror_of" in n.extra:
+            continue
+        n.extra["fwd_node"] = fwd_node
+        stack.extend(e.node for e in n.inputs)
 
 
 def _read_mirrors(xs, out_grads, mirror: Dict[int, Node]) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from ..base import MXNetError
+from ..context import memory_limit
 from .bookkeeping import STAT_KEYS
 from .handle import FREED, Handle
 from .manager import core_kind, get_manager, managers, reset, set_core
@@ -102,4 +103,9 @@ def describe(ctx: Optional[object] = None) -> Dict[str, str]:
     """What each pool runs with (strategy, reserve, bookkeeping), by context; for ``mxref.info()``."""
     pools = managers() if ctx is None else {ctx: get_manager(ctx)}
     return {str(c): (f"{m.strategy.kind} (page {m.strategy.page_size}, reserve {m.reserve_percent}%, "
-                     f"{m.core_kind} bookkeeping)") for c, m in pools.items()}
+                     f"{m.core_kind} bookkeeping{_limit_note(c)})") for c, m in pools.items()}
+
+
+def _limit_note(ctx) -> str:
+    limit = memory_limit(ctx)
+    return "" if limit is None else f", limit {limit} bytes"

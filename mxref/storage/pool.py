@@ -16,6 +16,7 @@ import threading
 from typing import Dict, Optional
 
 from ..base import MXNetError
+from ..context import memory_limit
 from .bookkeeping import PoolCore
 from .device import OutOfMemory
 from .handle import FREED, Handle
@@ -145,6 +146,9 @@ class PooledStorageManager:
 
     def _alloc_from_device(self, key: int, nbytes: int):
         size = self._core.block_size(key)
+        limit = memory_limit(self.ctx)
+        if limit is not None:
+            self._check_limit(limit, nbytes, size)
         free_bytes, total = self.device.mem_info()
         reserve = total * self.reserve_percent // 100
         if free_bytes <= reserve or size > free_bytes - reserve:
@@ -158,6 +162,21 @@ class PooledStorageManager:
             return self.device.alloc(size)
         except OutOfMemory as second:
             raise self._oom(nbytes, size, second) from second
+
+    def _check_limit(self, limit: int, nbytes: int, size: int) -> None:
+        """The device's cap (``mx.context.set_memory_limit`` / ``MXREF_DEVICE_MEMORY_LIMIT``): a new
+        block must fit beside what the pool holds; pooled blocks are released first, as on a miss."""
+        core = self._core
+        if core.bytes_in_use + core.bytes_pooled + size <= limit:
+            return
+        self._release_if_pooled()
+        if core.bytes_in_use + size > limit:
+            raise MXNetError(
+                f"storage: out of memory on {self.ctx}: allocating {nbytes} bytes (a {size}-byte block) "
+                f"would exceed the device's memory limit of {limit} bytes, with {core.bytes_in_use} bytes "
+                f"in use (peak {core.peak_bytes_in_use}). The limit comes from "
+                f"mx.context.set_memory_limit or MXREF_DEVICE_MEMORY_LIMIT; place part of the model on "
+                f"another device (group2ctx) or use smaller batches.")
 
     def _release_if_pooled(self) -> bool:
         """``release_all`` when there is something to release; say whether there was."""
