@@ -13,6 +13,12 @@ from .chunk import Chunk
 
 __all__ = ["NDArray"]
 
+
+def _copy_device(dst, src) -> None:
+    """A copy with device memory on either side (host↔device, device↔device)."""
+    from .._ext.cuda import runtime  # noqa: PLC0415 - the GPU runtime loads on first use
+    runtime.copy_array(dst, src)
+
 _EMPTY: dict = {}
 
 
@@ -57,7 +63,12 @@ class NDArray:
         """
         view = self._np
         if view is None:
-            view = self._np = np.ndarray(self._shape, self._dtype, self._chunk.data(), self._offset)
+            buf = self._chunk.data()
+            if buf.__class__ is np.ndarray:
+                view = np.ndarray(self._shape, self._dtype, buf, self._offset)
+            else:       # device memory: a DeviceArray, which numpy code cannot read by mistake
+                view = buf.view(self._shape, self._dtype, self._offset)
+            self._np = view
         return view
 
     def _view(self, shape: Tuple[int, ...], offset: int) -> "NDArray":
@@ -121,7 +132,8 @@ class NDArray:
     def asnumpy(self) -> np.ndarray:
         """A numpy copy of the values; waits for pending writes and raises their errors."""
         self.wait_to_read()
-        return self._data().copy()
+        data = self._data()
+        return data.copy() if data.__class__ is np.ndarray else data.get()   # get: device to host
 
     def asscalar(self):
         """The value of a one-element array as a numpy scalar."""
@@ -149,9 +161,19 @@ class NDArray:
         src = self
 
         def copy(run_ctx):
-            target._data()[...] = src._data()
+            dst, data = target._data(), src._data()
+            if dst.__class__ is np.ndarray and data.__class__ is np.ndarray:
+                dst[...] = data
+            else:
+                _copy_device(dst, data)
 
-        _engine.get().push_sync(copy, target._chunk.ctx, (src._chunk.var,), (target._chunk.var,),
+        # Copies that touch a GPU run on its copy workers, as MXNet's CopyFromTo.
+        ctx, prop = target._chunk.ctx, _engine.FnProperty.NORMAL
+        if ctx.device_typeid == 2:
+            prop = _engine.FnProperty.COPY_TO_GPU
+        elif self._chunk.ctx.device_typeid == 2:
+            ctx, prop = self._chunk.ctx, _engine.FnProperty.COPY_FROM_GPU
+        _engine.get().push_sync(copy, ctx, (src._chunk.var,), (target._chunk.var,), prop,
                                 name="_copyto")
         if _imperative._record_hook is not None:
             _record_view("_copy", self, target)
