@@ -35,6 +35,9 @@ class _Memory:
 
 class EmulatorBackend:
     name = "emulate"
+    # Blocks run one after another here, each costing a fiber switch per thread: a grid-stride
+    # kernel is fastest with few blocks. The results do not depend on the grid.
+    max_grid = 8
 
     def __init__(self):
         self.ndev = env_int("MXREF_CUDA_EMU_DEVICES", 2)

@@ -113,6 +113,9 @@ class DeviceBuffer:
     def view(self, shape: Tuple[int, ...], dtype: np.dtype, offset: int = 0) -> "DeviceArray":
         return DeviceArray(self, tuple(shape), np.dtype(dtype), offset)
 
+    def __int__(self):
+        return self.ptr            # as PyCUDA's DeviceAllocation
+
     def __repr__(self):
         return f"<DeviceBuffer gpu({self.device_id}) {self.nbytes} bytes at {self.ptr:#x}>"
 
@@ -335,3 +338,26 @@ def pack_arg(value, param, kernel: str):
     if isinstance(value, (DeviceArray, np.ndarray)):
         raise MXNetError(f"kernel {kernel}: argument {param.name} is a {param.ctype}, got an array")
     return CTYPES[param.ctype](value), -1
+
+
+class use_emulator_unless_gpu:
+    """Context manager for tests: inside it, the GPU backend is the one ``MXREF_CUDA`` names, or
+    the emulator when it names none (so the GPU suite runs everywhere, and on a real GPU with
+    ``MXREF_CUDA=pycuda``); the previous state afterwards."""
+
+    def __enter__(self):
+        self._old = os.environ.get("MXREF_CUDA")
+        if self._old not in ("emulate", "pycuda"):
+            os.environ["MXREF_CUDA"] = "emulate"
+            if backend(required=False) is None or backend().name != "emulate":
+                reset_backend()
+        return backend()
+
+    def __exit__(self, *exc):
+        if self._old not in ("emulate", "pycuda"):
+            reset_backend()
+            if self._old is None:
+                os.environ.pop("MXREF_CUDA", None)
+            else:
+                os.environ["MXREF_CUDA"] = self._old
+        return False

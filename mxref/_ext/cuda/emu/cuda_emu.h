@@ -17,6 +17,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <math.h>   // float overloads of the math functions in the global namespace, as in CUDA
 #include <csetjmp>
 #include <csignal>
 #include <cstdarg>
