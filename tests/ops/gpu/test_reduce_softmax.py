@@ -1,0 +1,64 @@
+"""GPU reductions and softmax kernels against their numpy references (emulator or real GPU)."""
+import numpy as np
+import pytest
+
+from mxref.ops.gpu.harness import check_gpu_kernel
+from mxref.ops.gpu.reduce import split_axes
+
+pytestmark = pytest.mark.timeout(300)
+rng = np.random.default_rng(5)
+
+
+def test_split_axes():
+    assert split_axes((2, 3, 4), (1,)) == (2, 3, 4)
+    assert split_axes((2, 3, 4), (0, 1, 2)) == (1, 24, 1)
+    assert split_axes((2, 1, 4), (0, 2)) == (1, 8, 1)      # the size-1 axis between does not matter
+    assert split_axes((2, 3, 4), (0, 2)) is None
+
+
+@pytest.mark.parametrize("shape,axis", [((37,), None), ((5, 7), (1,)), ((5, 7), (0,)), ((3, 300, 2), (1,)),
+                                        ((2, 3, 4), (1, 2)), ((4, 1), (0,)), ((1,), None)])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+def test_reductions(op, shape, axis):
+    for dtype in (np.float32, np.float64):
+        x = rng.standard_normal(shape).astype(dtype)
+        check_gpu_kernel(op, [x], {"axis": axis})
+    check_gpu_kernel(op, [x.astype(np.float32)], {"axis": axis, "keepdims": True})
+
+
+def test_norms_exclude_and_add_req():
+    x = rng.standard_normal((6, 40)).astype(np.float32)
+    check_gpu_kernel("norm", [x])
+    check_gpu_kernel("norm", [x], {"ord": 1, "axis": (1,)})
+    check_gpu_kernel("sum", [x], {"axis": (0,), "exclude": True})
+    check_gpu_kernel("sum", [x], {"axis": (1,)}, req="add", outputs=[np.ones(6, np.float32)])
+    check_gpu_kernel("sum", [np.zeros((0, 3), np.float32)], {"axis": (0,)})
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_argreductions_with_ties(op):
+    x = rng.integers(0, 3, size=(9, 70)).astype(np.float32)      # many ties: the first index wins
+    check_gpu_kernel(op, [x], {"axis": 1})
+    check_gpu_kernel(op, [x], {"axis": 0})
+    check_gpu_kernel(op, [x])
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape,axis", [((4, 10), -1), ((3, 5, 2), 1), ((2, 300), 1), ((1, 1), -1)])
+def test_softmax_forward_backward(op, shape, axis):
+    for dtype in (np.float32, np.float64):
+        x = (3 * rng.standard_normal(shape)).astype(dtype)
+        (y, _) = check_gpu_kernel(op, [x], {"axis": axis})
+        g = rng.standard_normal(shape).astype(dtype)
+        check_gpu_kernel(f"_backward_{op}", [g, y], {"axis": axis})
+    check_gpu_kernel(op, [x.astype(np.float32)], {"axis": axis, "temperature": 2.0})
+
+
+def test_softmax_output_forward_backward():
+    x = rng.standard_normal((7, 10)).astype(np.float32)
+    label = rng.integers(0, 10, size=7).astype(np.float32)
+    (p, _, _) = check_gpu_kernel("SoftmaxOutput", [x, label])
+    check_gpu_kernel("_backward_SoftmaxOutput", [p, label])
+    check_gpu_kernel("_backward_SoftmaxOutput", [p, label], {"normalization": "batch", "grad_scale": 0.5})
+    label[2] = -1
+    check_gpu_kernel("_backward_SoftmaxOutput", [p, label], {"use_ignore": True})
