@@ -165,6 +165,23 @@ def _broadcast_kernel(code_name: str):
     return kernel
 
 
+def launch_broadcast_to(octx, src, src_shape, y, req: str, scale: float = 1.0) -> None:
+    """``y (+)= scale * broadcast(src viewed as src_shape)``: the backward of sum and mean."""
+    if req == "null" or y.size == 0:
+        return
+    dims, (sa, sb) = collapse_broadcast(y.shape, [src_shape, src_shape])
+    grid, block = grid_1d(y.size)
+    fn = module(FAMILY, y.dtype).get_function("broadcast_op")
+    fn(src, src, y, _code("first"), y.size, dims[1], dims[2], dims[3], *sa, *sb, accumulate(req),
+       grid=grid, block=block, stream=stream(octx))
+    if scale != 1.0:
+        if req == "add":
+            raise NotImplementedError("scaled broadcast with req='add'")
+        fn = module(FAMILY, y.dtype).get_function("scalar_op")
+        fn(y, y, as_dtype(scale, y.dtype), _code("mul"), 0, y.size, 0, grid=grid, block=block,
+           stream=stream(octx))
+
+
 def _fill_kernel(value_of):
     def kernel(octx, params, inputs, outputs, req):
         if req[0] != "null":
@@ -214,6 +231,9 @@ _activation_backward.__name__ = "gpu_activation_backward"
 _register("Activation", _activation)
 _register("_backward_Activation", _activation_backward)
 _register("add_n", add_n)
+_copy_first = _unary_kernel("copy")
+_copy_first.__name__ = "gpu_copy_first_input"
+_register("_identity_with_attr_like_rhs", _copy_first)
 for _op, _value in (("_zeros", lambda p: 0), ("_ones", lambda p: 1), ("_full", lambda p: p["value"]),
                     ("zeros_like", lambda p: 0), ("ones_like", lambda p: 1)):
     _fn = _fill_kernel(_value)

@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 
 from .. import reduce as _reduce  # noqa: F401 - the ops registered here must exist first
 from ..kernels import register_kernel
-from ..reduce import reduce_axes
+from ..reduce import reduce_axes, reduced_shape
 from ._launch import BLOCK, accumulate, float_call, module, opcodes, stream
 
 FAMILY = "reduce"
@@ -84,3 +84,30 @@ for _op in ("sum", "mean", "max", "min", "norm"):
     _reduce_kernel(_op, _op)
 for _op in ("argmax", "argmin"):
     _arg_kernel(_op)
+
+
+def _backward_reduce(op: str):
+    """``_backward_sum`` / ``_backward_mean`` (ograd, data, output): broadcast the head gradient
+    back over the reduced axes (times 1/n for mean)."""
+    def applies(params, inputs, outputs, req):
+        g, x = inputs[0], inputs[1]
+        if not float_call(params, inputs[:2], outputs, req) or req[0] == "add" and op == "mean":
+            return False
+        from .elementwise import collapse_broadcast  # noqa: PLC0415
+        kshape = reduced_shape(x.shape, _axes(op, params, x.ndim), True)
+        return collapse_broadcast(x.shape, [kshape]) is not None
+
+    def kernel(octx, params, inputs, outputs, req):
+        from .elementwise import launch_broadcast_to  # noqa: PLC0415
+        g, x, dx = inputs[0], inputs[1], outputs[0]
+        axes = _axes(op, params, x.ndim)
+        kshape = reduced_shape(x.shape, axes, True)
+        n = math.prod(x.shape[a] for a in axes) if axes else 1
+        launch_broadcast_to(octx, g, kshape, dx, req[0], 1.0 / max(n, 1) if op == "mean" else 1.0)
+    kernel.__name__ = f"gpu_backward_{op}"
+    register_kernel(f"_backward_{op}", "gpu", kernel, applies=applies, name=f"cuda.reduce._backward_{op}",
+                    exact=False, tol=_TOL)
+
+
+for _op in ("sum", "mean"):
+    _backward_reduce(_op)

@@ -62,3 +62,13 @@ def test_softmax_output_forward_backward():
     check_gpu_kernel("_backward_SoftmaxOutput", [p, label], {"normalization": "batch", "grad_scale": 0.5})
     label[2] = -1
     check_gpu_kernel("_backward_SoftmaxOutput", [p, label], {"use_ignore": True})
+
+
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_reduction_backward(op):
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    for axis in [(1,), None, (0, 1)]:
+        y = getattr(np, op)(x, axis=axis, keepdims=False)
+        y = np.asarray(y, np.float32).reshape(-1) if axis is None else y.astype(np.float32)
+        g = rng.standard_normal(y.shape).astype(np.float32)
+        check_gpu_kernel(f"_backward_{op}", [g, x, y], {"axis": axis})

@@ -49,6 +49,7 @@
 #define OP_GREATER_EQUAL 43
 #define OP_LESSER 44
 #define OP_LESSER_EQUAL 45
+#define OP_FIRST 46
 // backward of unary ops: f(g, z) = g * d(z), z being x or y as the op's backward takes it
 #define OP_BWD_RELU 64
 #define OP_BWD_SIGMOID 65
@@ -113,6 +114,7 @@ __device__ __forceinline__ real_t apply_binary(int op, real_t a, real_t b) {
         case OP_GREATER_EQUAL: return a >= b ? one : zero;
         case OP_LESSER: return a < b ? one : zero;
         case OP_LESSER_EQUAL: return a <= b ? one : zero;
+        case OP_FIRST: return a;
         case OP_BWD_RELU: return b > zero ? a : zero;
         case OP_BWD_SIGMOID: return a * b * (one - b);                 // z = y
         case OP_BWD_TANH: return a * (one - b * b);                    // z = y

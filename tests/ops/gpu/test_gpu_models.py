@@ -1,0 +1,49 @@
+"""Whole graphs on mx.gpu(0): numeric gradients, cpu-vs-gpu consistency, and training an MLP."""
+import numpy as np
+import pytest
+
+import mxref as mx
+from mxref.test_utils import check_consistency, check_numeric_gradient
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def mlp(hidden=16, classes=4, act="relu"):
+    data = mx.sym.Variable("data")
+    h = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=hidden, name="fc1"), act_type=act)
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(h, num_hidden=classes, name="fc2"), name="softmax")
+
+
+def test_numeric_gradient_on_gpu0():
+    data = mx.sym.Variable("data")
+    w = mx.sym.Variable("w")
+    sym = mx.sym.sum(mx.sym.tanh(mx.sym.FullyConnected(data, weight=w, num_hidden=3, no_bias=True)) * 2.0)
+    rng = np.random.default_rng(0)
+    loc = {"data": rng.standard_normal((4, 5)), "w": rng.standard_normal((3, 5))}
+    check_numeric_gradient(sym, loc, ctx=mx.gpu(0), dtype=np.float64, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid"])
+def test_mlp_consistency_cpu_vs_gpu(act):
+    shapes = {"data": (8, 20), "softmax_label": (8,)}
+    ctx_list = [dict(ctx=mx.cpu(0), **shapes), dict(ctx=mx.gpu(0), **shapes)]
+    check_consistency(mlp(act=act), ctx_list, rtol=1e-4, atol=1e-5)
+
+
+def test_mlp_trains_on_gpu0_to_the_cpu_accuracy():
+    """The same Module, same data and initial weights: gpu(0) reaches the cpu(0) accuracy."""
+    rng = np.random.default_rng(1)
+    centers = rng.standard_normal((4, 20)) * 3
+    labels = rng.integers(0, 4, size=256)
+    x = (centers[labels] + rng.standard_normal((256, 20))).astype(np.float32)
+    accs = {}
+    for ctx in (mx.cpu(0), mx.gpu(0)):
+        mx.random.seed(7)
+        np.random.seed(7)
+        it = mx.io.NDArrayIter(x, labels.astype(np.float32), batch_size=32, shuffle=False)
+        mod = mx.mod.Module(mlp(), context=ctx)
+        mod.fit(it, num_epoch=4, optimizer="sgd", optimizer_params={"learning_rate": 0.1, "momentum": 0.9},
+                initializer=mx.init.Xavier())
+        accs[str(ctx)] = mod.score(it, "acc")[0][1]
+    assert accs["gpu(0)"] > 0.9
+    assert abs(accs["gpu(0)"] - accs["cpu(0)"]) < 0.02, accs
