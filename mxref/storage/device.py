@@ -110,7 +110,8 @@ class GPUDevice:
         try:
             ptr, owner = rt.backend().alloc(self.device_id, nbytes)
         except MemoryError as exc:
-            raise OutOfMemory(f"cudaMalloc of {nbytes} bytes on gpu({self.device_id}) failed: {exc}") from None
+            raise OutOfMemory(f"cudaMalloc of {nbytes} bytes on gpu({self.device_id}) failed: "
+                              f"{exc}") from None
         with self._lock:
             self.bytes_held += nbytes
             self.num_device_alloc += 1

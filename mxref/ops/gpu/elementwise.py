@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-import numpy as np
-
-from .. import activations, add_n as _add_n, broadcast, elemwise, indexing, init_ops, scalar  # noqa: F401
+from .. import activations, broadcast, elemwise, indexing, init_ops, scalar  # noqa: F401
 from ..kernels import register_kernel
 from ..nn import activation, make_loss  # noqa: F401 - the ops registered here must exist first
 from ..registry import get as _get_op

@@ -90,7 +90,7 @@ def _backward_reduce(op: str):
     """``_backward_sum`` / ``_backward_mean`` (ograd, data, output): broadcast the head gradient
     back over the reduced axes (times 1/n for mean)."""
     def applies(params, inputs, outputs, req):
-        g, x = inputs[0], inputs[1]
+        x = inputs[1]
         if not float_call(params, inputs[:2], outputs, req) or req[0] == "add" and op == "mean":
             return False
         from .elementwise import collapse_broadcast  # noqa: PLC0415

@@ -4,7 +4,8 @@ from __future__ import annotations
 import math
 
 from ..kernels import register_kernel
-from ..nn import softmax as _softmax, softmax_output as _softmax_output  # noqa: F401 - ops first
+from ..nn import softmax as _sm_ops  # noqa: F401 - the ops registered here must exist first
+from ..nn import softmax_output as _smo_ops  # noqa: F401
 from ._launch import BLOCK, accumulate, float_call, grid_1d, module, stream
 
 FAMILY = "softmax"

@@ -19,8 +19,9 @@ def _compile(source: pathlib.Path, real: str, tmp: pathlib.Path) -> str:
     # PyCUDA wraps a source in extern "C" (unmangled kernel names); the check compiles it the same way.
     wrapped = tmp / f"{source.stem}-{real}.cu"
     wrapped.write_text(f'extern "C" {{\n#include "{source}"\n}}\n')
-    cmd = [NVCC, "-fatbin", "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90",
-           f"-Dreal_t={real}", f"-I{KERNEL_DIR}", "-o", str(tmp / f"{source.stem}-{real}.fatbin"), str(wrapped)]
+    cmd = [NVCC, "-fatbin", "-gencode", "arch=compute_80,code=sm_80",
+           "-gencode", "arch=compute_90,code=sm_90", f"-Dreal_t={real}", f"-I{KERNEL_DIR}",
+           "-o", str(tmp / f"{source.stem}-{real}.fatbin"), str(wrapped)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     return "" if proc.returncode == 0 else f"{source.name} (real_t={real}):\n{proc.stderr}"
 

@@ -104,3 +104,14 @@ def test_info_shows_the_launcher_and_devices(capsys):
     assert report["gpus"] == mx.context.num_gpus()
     assert report["gpu.backend"].startswith(runtime.backend().name)
     assert "gpu.0" in report
+
+
+def test_device_kvstore_across_two_gpus():
+    """Each gpu(i) pushes i + 1; both pull the sum 1 + 2 = 3, reduced on the devices."""
+    kv = mx.kv.create("device")
+    kv.init(3, mx.nd.zeros((2, 3), ctx=mx.gpu(0)))
+    kv.push(3, [mx.nd.ones((2, 3), ctx=mx.gpu(i)) * (i + 1) for i in range(2)])
+    outs = [mx.nd.zeros((2, 3), ctx=mx.gpu(i)) for i in range(2)]
+    kv.pull(3, out=outs)
+    for o in outs:
+        np.testing.assert_array_equal(o.asnumpy(), np.full((2, 3), 3.0, np.float32))

@@ -35,4 +35,5 @@ def test_fully_connected_forward_backward(no_bias, shape):
     args = [x, w] if no_bias else [x, w, rng.standard_normal(6).astype(np.float32)]
     p = {"num_hidden": 6, "no_bias": no_bias}
     check_gpu_kernel("FullyConnected", args, p)
-    check_gpu_kernel("_backward_FullyConnected", [rng.standard_normal((shape[0], 6)).astype(np.float32), x, w], p)
+    g = rng.standard_normal((shape[0], 6)).astype(np.float32)
+    check_gpu_kernel("_backward_FullyConnected", [g, x, w], p)
