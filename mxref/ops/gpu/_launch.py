@@ -62,3 +62,29 @@ def accumulate(req: str) -> int:
 
 def as_dtype(value, dtype) -> float:
     return float(np.asarray(value, dtype=dtype))
+
+
+class scratch:
+    """Temporary device memory for one kernel call, from the device's pool (``with scratch(ctx,
+    shape, dtype) as buf``); given back when the block ends. The launches inside the block have
+    completed by then (the emulator runs them at once; the PyCUDA backend waits on its stream)."""
+
+    def __init__(self, device_id: int, shape, dtype):
+        self.device_id, self.shape, self.dtype = device_id, tuple(shape), np.dtype(dtype)
+
+    def __enter__(self) -> runtime.DeviceArray:
+        from ... import storage  # noqa: PLC0415
+        from ...context import gpu  # noqa: PLC0415
+        nbytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.handle = storage.alloc(max(nbytes, 1), gpu(self.device_id))
+        return self.handle.buffer.view(self.shape, self.dtype)
+
+    def __exit__(self, *exc):
+        from ... import storage  # noqa: PLC0415
+        storage.free(self.handle)
+        return False
+
+
+def sub(arr: runtime.DeviceArray, start: int, shape) -> runtime.DeviceArray:
+    """The contiguous part of ``arr`` starting at flat element ``start``, viewed as ``shape``."""
+    return runtime.DeviceArray(arr.buffer, tuple(shape), arr.dtype, arr.offset + start * arr.dtype.itemsize)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from .. import activations, broadcast, elemwise, indexing, init_ops, scalar  # noqa: F401
+from .. import activations, broadcast, elemwise, indexing, init_ops, scalar, shape  # noqa: F401
 from ..kernels import register_kernel
 from ..nn import activation, make_loss  # noqa: F401 - the ops registered here must exist first
 from ..registry import get as _get_op
@@ -231,7 +231,9 @@ _register("_backward_Activation", _activation_backward)
 _register("add_n", add_n)
 _copy_first = _unary_kernel("copy")
 _copy_first.__name__ = "gpu_copy_first_input"
-_register("_identity_with_attr_like_rhs", _copy_first)
+# Shape-only ops: the bytes are the same, in the same order.
+for _op in ("_identity_with_attr_like_rhs", "Flatten", "Reshape", "expand_dims", "squeeze", "reshape_like"):
+    _register(_op, _copy_first)
 for _op, _value in (("_zeros", lambda p: 0), ("_ones", lambda p: 1), ("_full", lambda p: p["value"]),
                     ("zeros_like", lambda p: 0), ("ones_like", lambda p: 1)):
     _fn = _fill_kernel(_value)
