@@ -48,7 +48,8 @@ def backward(octx, params, inputs, outputs, req):
     n, c, kh, kw = geo[0], geo[1], geo[4], geo[5]
     f, ck, s = og.shape[1], c * kh * kw, geo[-2] * geo[-1]
     mod, st = module("conv", og.dtype), stream(octx)
-    with scratch(og.device_id, (ck, n * s), og.dtype) as cols, scratch(og.device_id, (f, n * s), og.dtype) as t:
+    dev = og.device_id
+    with scratch(dev, (ck, n * s), og.dtype) as cols, scratch(dev, (f, n * s), og.dtype) as t:
         grid, block = grid_1d(t.size)
         mod.get_function("fns_from_nchw")(og, t, n, f, s, grid=grid, block=block, stream=st)
         if req[1] != "null":        # dW = t @ cols^T

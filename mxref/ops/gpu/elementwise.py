@@ -119,12 +119,12 @@ def collapse_broadcast(out_shape: Sequence[int], shapes: Sequence[Sequence[int]]
     ``None`` when more than 4 axes remain (the kernel takes 4)."""
     nd = len(out_shape)
     strides_all = []
-    for shape in shapes:
-        shape = (1,) * (nd - len(shape)) + tuple(shape)
+    for in_shape in shapes:
+        full = (1,) * (nd - len(in_shape)) + tuple(in_shape)
         st, acc = [0] * nd, 1
         for i in range(nd - 1, -1, -1):
-            st[i] = 0 if shape[i] == 1 else acc
-            acc *= shape[i]
+            st[i] = 0 if full[i] == 1 else acc
+            acc *= full[i]
         strides_all.append(st)
     dims = [d for d in out_shape]
     keep = [i for i in range(nd) if dims[i] != 1]

@@ -43,6 +43,7 @@ def backward(octx, params, inputs, outputs, req):
         g, x, dx, *_args(params, x, g.shape[2:]), grid=grid, block=block, stream=stream(octx))
 
 
-register_kernel("Pooling", "gpu", forward, applies=_applies, name="cuda.pooling.Pooling", exact=False, tol=_TOL)
+register_kernel("Pooling", "gpu", forward, applies=_applies, name="cuda.pooling.Pooling", exact=False,
+                tol=_TOL)
 register_kernel("_backward_Pooling", "gpu", backward, applies=_applies, name="cuda.pooling._backward_Pooling",
                 exact=False, tol=_TOL)

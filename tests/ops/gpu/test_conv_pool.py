@@ -32,7 +32,8 @@ def test_convolution_float64_and_add_req():
 
 
 @pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
-@pytest.mark.parametrize("geom", [dict(kernel=(2, 2), stride=(2, 2)), dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1)),
+@pytest.mark.parametrize("geom", [dict(kernel=(2, 2), stride=(2, 2)),
+                                  dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1)),
                                   dict(kernel=(3, 3), stride=(2, 2), pooling_convention="full"),
                                   dict(global_pool=True)])
 def test_pooling_forward_backward(pool_type, geom):
