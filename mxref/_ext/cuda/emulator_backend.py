@@ -113,22 +113,23 @@ class _Module:
         params = self.emu.kernels[name].params
         emu = self.emu
         check = 1 if self.check else 0
+        nparams = len(params)
+        argv_t, ext_t, dims_t = ctypes.c_void_p * max(nparams, 1), ctypes.c_longlong * max(nparams, 1), \
+            ctypes.c_uint * 6
+        addressof = ctypes.addressof
 
         def launch(args, grid, block, stream):
-            if len(args) != len(params):
-                raise MXNetError(f"kernel {name} takes {len(params)} arguments "
+            if len(args) != nparams:
+                raise MXNetError(f"kernel {name} takes {nparams} arguments "
                                  f"({', '.join(p.name for p in params)}), got {len(args)}")
             values, extents = [], []
             for value, param in zip(args, params):
                 cval, extent = pack_arg(value, param, name)
                 values.append(cval)
                 extents.append(extent)
-            n = len(values)
-            argv = (ctypes.c_void_p * max(n, 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-                                                   for v in values])
-            ext = (ctypes.c_longlong * max(n, 1))(*extents)
-            dims = (ctypes.c_uint * 6)(*[int(d) for d in (*grid, *block)])
-            if entry(dims, argv, ext, check) != 0:
+            # Each slot points at its argument's value, as cuLaunchKernel's kernelParams.
+            argv = argv_t(*[addressof(v) for v in values])
+            if entry(dims_t(*grid, *block), argv, ext_t(*extents), check) != 0:
                 raise MXNetError(emu.last_error())
 
         return launch

@@ -268,8 +268,10 @@ class Function:
         self.module, self.name, self._launcher = module, name, launcher
 
     def __call__(self, *args, grid=(1, 1, 1), block=(1, 1, 1), stream: Optional[Stream] = None):
-        grid = tuple(grid) + (1,) * (3 - len(grid))
-        block = tuple(block) + (1,) * (3 - len(block))
+        if len(grid) != 3:
+            grid = tuple(grid) + (1,) * (3 - len(grid))
+        if len(block) != 3:
+            block = tuple(block) + (1,) * (3 - len(block))
         if stream is not None:
             stream.launches += 1
         LAUNCH_STATS[self.name] = LAUNCH_STATS.get(self.name, 0) + 1
@@ -316,6 +318,7 @@ def module(family: str, dtype=None, extra: Sequence[str] = ()) -> SourceModule:
 
 
 _CTYPE = {"float32": "float", "float64": "double"}
+_CTYPES = None      # signature.CTYPES, bound on first use below
 
 
 def supports_dtype(dtype) -> bool:
@@ -324,12 +327,14 @@ def supports_dtype(dtype) -> bool:
 
 
 def pack_arg(value, param, kernel: str):
-    """One argument as the ctypes value its parameter declares (a device pointer for arrays)."""
-    from .signature import CTYPES  # noqa: PLC0415
+    """One argument as the ctypes value its parameter declares (a device pointer for arrays), and
+    the bytes the emulator checks it against (-1: not checked)."""
+    global _CTYPES
+    if _CTYPES is None:
+        from .signature import CTYPES  # noqa: PLC0415
+        _CTYPES = CTYPES
     if param.pointer:
-        if isinstance(value, DeviceArray):
-            return ctypes.c_void_p(value.ptr), value.nbytes
-        if isinstance(value, DeviceBuffer):
+        if value.__class__ is DeviceArray or isinstance(value, DeviceBuffer):
             return ctypes.c_void_p(value.ptr), value.nbytes
         if value is None or (isinstance(value, int) and value == 0):
             return ctypes.c_void_p(0), -1
@@ -337,7 +342,7 @@ def pack_arg(value, param, kernel: str):
                          f"{type(value).__name__} (host arrays must be copied to the device first)")
     if isinstance(value, (DeviceArray, np.ndarray)):
         raise MXNetError(f"kernel {kernel}: argument {param.name} is a {param.ctype}, got an array")
-    return CTYPES[param.ctype](value), -1
+    return _CTYPES[param.ctype](value), -1
 
 
 class use_emulator_unless_gpu:

@@ -1,5 +1,8 @@
-"""Every .cu kernel file compiles with the real CUDA compiler for sm_80 and sm_90 (float and double),
-so code the emulator accepts but nvcc rejects fails CI. Skipped where nvcc is not on the PATH."""
+"""Every .cu kernel file compiles with the real CUDA compiler to cubins for sm_80 and sm_90, so code
+the emulator accepts but nvcc rejects fails CI. Skipped where nvcc is not on the PATH.
+
+real_t is float here (one nvcc run per file keeps CI time down); the double builds are compiled by
+nvcc when the GPU suite runs on a real GPU (``benchmarks/gpu_check.sh``)."""
 import concurrent.futures
 import pathlib
 import shutil
@@ -27,7 +30,7 @@ def _compile(source: pathlib.Path, real: str, tmp: pathlib.Path) -> str:
 
 
 def test_nvcc_compiles_every_kernel_file_for_sm80_and_sm90(tmp_path):
-    jobs = [(s, r) for s in SOURCES for r in ("float", "double")]
+    jobs = [(s, "float") for s in SOURCES]
     with concurrent.futures.ThreadPoolExecutor(4) as pool:      # nvcc spends much of its time waiting
         errors = [e for e in pool.map(lambda j: _compile(j[0], j[1], tmp_path), jobs) if e]
     assert not errors, "\n".join(errors)

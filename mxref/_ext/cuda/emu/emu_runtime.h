@@ -27,7 +27,25 @@ inline char* take_stack() {
     return m + pg;
 }
 
-inline void give_stack(char* s) { stack_pool.push_back(s); }
+// Fibers are kept per host thread too, parked where fiber_main waits for its next block: a launch
+// resumes them instead of creating contexts (getcontext/setcontext are system calls). The pool's
+// storage is reserved once and never moves: a fresh ucontext_t points into itself.
+static const int kMaxThreads = 1024;
+inline thread_local std::vector<Fiber>* fiber_pool = nullptr;
+
+inline Fiber* fibers_for(int n) {
+    if (!fiber_pool) {
+        fiber_pool = new std::vector<Fiber>();
+        fiber_pool->reserve(kMaxThreads);
+    }
+    while ((int)fiber_pool->size() < n) {
+        fiber_pool->emplace_back();
+        Fiber& f = fiber_pool->back();
+        f.started = 0;
+        f.stack = take_stack();
+    }
+    return fiber_pool->data();
+}
 
 inline void fail(Launch* L, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 inline void fail(Launch* L, const char* fmt, ...) {
@@ -230,6 +248,34 @@ inline void on_fault(int sig, siginfo_t* si, void* uctx) {
     }
 }
 
+// Staging mappings (guard page, data pages, guard page) are kept per host thread and reused:
+// mapping and unmapping on every launch cost more than the launch itself. Small ones only.
+struct Mapping { char* map; size_t len; };
+inline thread_local std::vector<Mapping> mapping_pool;
+static const size_t kKeepMapping = 4u << 20;
+
+inline char* take_mapping(size_t len) {
+    for (size_t i = 0; i < mapping_pool.size(); ++i) {
+        if (mapping_pool[i].len == len) {
+            char* m = mapping_pool[i].map;
+            mapping_pool[i] = mapping_pool.back();
+            mapping_pool.pop_back();
+            return m;
+        }
+    }
+    size_t pg = page_size();
+    char* m = (char*)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    mprotect(m, pg, PROT_NONE);
+    mprotect(m + len - pg, pg, PROT_NONE);
+    return m;
+}
+
+inline void give_mapping(char* m, size_t len) {
+    if (len <= kKeepMapping && mapping_pool.size() < 32) mapping_pool.push_back(Mapping{m, len});
+    else munmap(m, len);
+}
+
 // Copy each pointer argument into its own mapping whose data ends at a PROT_NONE page. Arguments
 // whose ranges overlap (an in-place op passes x and y as one buffer) share one staging region.
 inline bool stage(Launch* L, int nargs, void** args, const long long* extents, const int* writable,
@@ -258,12 +304,10 @@ inline bool stage(Launch* L, int nargs, void** args, const long long* extents, c
     for (Region& r : L->regions) {
         size_t data_pages = ((size_t)r.nbytes + pg - 1) / pg;
         r.map_len = (data_pages + 2) * pg;
-        r.map = (char*)mmap(nullptr, r.map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (r.map == MAP_FAILED) { r.map = nullptr; fail(L, "cannot map %lld staging bytes", r.nbytes); return false; }
+        r.map = take_mapping(r.map_len);
+        if (!r.map) { fail(L, "cannot map %lld staging bytes", r.nbytes); return false; }
         char* end = r.map + r.map_len - pg;
         r.data = end - r.nbytes;
-        mprotect(r.map, pg, PROT_NONE);
-        mprotect(end, pg, PROT_NONE);
         std::memset(r.map + pg, kCanary, r.data - (r.map + pg));
         std::memcpy(r.data, r.user, r.nbytes);
     }
@@ -319,7 +363,7 @@ inline void unstage(Launch* L, bool copy_back) {
             }
         }
         if (copy_back && !L->failed && r.writable) std::memcpy(r.user, r.data, r.nbytes);
-        munmap(r.map, r.map_len);
+        give_mapping(r.map, r.map_len);
         r.map = nullptr;
     }
 }
@@ -357,8 +401,8 @@ inline int launch(const char* kernel, const char* const* argnames, const unsigne
         delete L;
         return -1;
     }
-    std::vector<Fiber> fibers(L->nthreads);
-    L->fibers = fibers.data();
+    Fiber* fibers = fibers_for(L->nthreads);
+    L->fibers = fibers;
     for (int i = 0; i < L->nthreads; ++i) {
         Fiber& f = fibers[i];
         f.launch = L;
@@ -368,14 +412,14 @@ inline int launch(const char* kernel, const char* const* argnames, const unsigne
         f.tid.x = i % L->bdim.x;
         f.tid.y = (i / L->bdim.x) % L->bdim.y;
         f.tid.z = i / (L->bdim.x * L->bdim.y);
-        f.stack = take_stack();
-        f.started = 0;
         if (!f.stack) { fail(L, "cannot map a stack for thread %d", i); break; }
-        getcontext(&f.uc);
-        f.uc.uc_stack.ss_sp = f.stack;
-        f.uc.uc_stack.ss_size = kStack;
-        f.uc.uc_link = nullptr;
-        makecontext(&f.uc, (void (*)())fiber_main, 0);
+        if (!f.started) {
+            getcontext(&f.uc);
+            f.uc.uc_stack.ss_sp = f.stack;
+            f.uc.uc_stack.ss_size = kStack;
+            f.uc.uc_link = nullptr;
+            makecontext(&f.uc, (void (*)())fiber_main, 0);
+        }
     }
     Launch* outer = active;
     active = L;
@@ -395,7 +439,9 @@ inline int launch(const char* kernel, const char* const* argnames, const unsigne
     }
     active = outer;
     current = nullptr;
-    for (Fiber& f : fibers) if (f.stack) give_stack(f.stack);
+    // A fiber stopped anywhere but at the end of a block (a barrier, a fault) cannot be resumed
+    // into another launch: it starts afresh next time.
+    for (int i = 0; i < L->nthreads; ++i) if (fibers[i].state != DONE) fibers[i].started = 0;
     unstage(L, true);
     int rc = L->failed ? -1 : 0;
     if (rc) std::strcpy(last_error, L->error);
