@@ -1,10 +1,12 @@
-"""GPU kernels of softmax, log_softmax and SoftmaxOutput (``kernels/softmax.cu``)."""
+"""GPU kernels of softmax, log_softmax, SoftmaxOutput and the fused softmax cross-entropy
+(``_softmax_cross_entropy_pick``) (``kernels/softmax.cu``)."""
 from __future__ import annotations
 
 import math
 
 from ..kernels import register_kernel
 from ..nn import softmax as _sm_ops  # noqa: F401 - the ops registered here must exist first
+from ..nn import softmax_cross_entropy_pick as _ce_ops  # noqa: F401
 from ..nn import softmax_output as _smo_ops  # noqa: F401
 from ._launch import BLOCK, accumulate, float_call, grid_1d, module, stream
 
@@ -94,3 +96,30 @@ register_kernel("SoftmaxOutput", "gpu", _softmax_output, applies=_softmax_output
                 name="cuda.softmax.SoftmaxOutput", exact=False, tol=_TOL)
 register_kernel("_backward_SoftmaxOutput", "gpu", _softmax_output_backward, applies=_softmax_output_2d,
                 name="cuda.softmax._backward_SoftmaxOutput", exact=False, tol=_TOL)
+
+
+def _ce_applies(params, inputs, outputs, req):
+    return (float_call(params, inputs, outputs, req) and inputs[0].size > 0
+            and req[0] in ("write", "inplace", "add"))
+
+
+def _ce_forward(octx, params, inputs, outputs, req):
+    x, label, loss = inputs[0], inputs[1], outputs[0]
+    outer, mid, inner = _rows(x.shape, params["axis"])
+    module(FAMILY, x.dtype).get_function("softmax_ce_forward")(
+        x, label, loss, outer, mid, inner, accumulate(req[0]), grid=_grid(outer * inner), block=(BLOCK,),
+        stream=stream(octx))
+
+
+def _ce_backward(octx, params, inputs, outputs, req):
+    g, x, label, dx = inputs[0], inputs[1], inputs[2], outputs[0]
+    outer, mid, inner = _rows(x.shape, params["axis"])
+    module(FAMILY, x.dtype).get_function("softmax_ce_backward")(
+        g, x, label, dx, outer, mid, inner, accumulate(req[0]), grid=_grid(outer * inner), block=(BLOCK,),
+        stream=stream(octx))
+
+
+register_kernel("_softmax_cross_entropy_pick", "gpu", _ce_forward, applies=_ce_applies,
+                name="cuda.softmax._softmax_cross_entropy_pick", exact=False, tol=_TOL)
+register_kernel("_backward_softmax_cross_entropy_pick", "gpu", _ce_backward, applies=_ce_applies,
+                name="cuda.softmax._backward_softmax_cross_entropy_pick", exact=False, tol=_TOL)

@@ -67,6 +67,13 @@ def test_broadcast_corners(shapes):
     check_gpu_kernel("broadcast_add", [a, b])                  # float64
 
 
+@pytest.mark.parametrize("op", sorted(ew.BROADCAST))
+def test_every_broadcast_op(op):
+    a = np.abs(rng.standard_normal((3, 1, 4))).astype(np.float32) + 0.1
+    b = rng.standard_normal((1, 5, 4)).astype(np.float32)
+    check_gpu_kernel(op, [a, b])
+
+
 def test_broadcast_collapse_merges_axes():
     dims, (sa, sb) = ew.collapse_broadcast((2, 3, 4, 5), [(2, 3, 4, 5), (1, 1, 4, 5)])
     assert dims == [1, 1, 6, 20] and sa == [0, 0, 20, 1] and sb == [0, 0, 0, 1]
@@ -86,7 +93,19 @@ def test_scalar(op):
     check_gpu_kernel(op, [x], {"scalar": 1.5})
 
 
+def test_shape_only_ops_copy_their_bytes():
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    check_gpu_kernel("Flatten", [x])
+    check_gpu_kernel("Reshape", [x], {"shape": (4, -1)})
+    check_gpu_kernel("expand_dims", [x], {"axis": 1})
+    check_gpu_kernel("squeeze", [x.reshape(2, 1, 12)])
+    check_gpu_kernel("reshape_like", [x, np.zeros((6, 4), np.float32)])
+    check_gpu_kernel("_identity_with_attr_like_rhs", [x, x])
+
+
 def test_fills_and_add_n():
+    check_gpu_kernel("_ones", [], {"shape": (2, 33)})
+    check_gpu_kernel("zeros_like", [np.ones((5,), np.float64)])
     check_gpu_kernel("_zeros", [], {"shape": (3, 5)})
     check_gpu_kernel("_full", [], {"shape": (37,), "value": 2.5})
     check_gpu_kernel("ones_like", [np.zeros((2, 3), np.float32)])

@@ -81,3 +81,46 @@ def test_demo_lenet_trains_on_gpu0_to_the_cpu_accuracy():
         accs[str(ctx)] = mod.score(val, "acc")[0][1]
     assert accs["cpu(0)"] > 0.4, accs
     assert abs(accs["gpu(0)"] - accs["cpu(0)"]) < 0.03, accs
+
+
+def _tiny_resnet():
+    """conv-bn-relu, one residual block (two convs, identity shortcut), global average pooling."""
+    data = mx.sym.Variable("data")
+    x = mx.sym.Activation(mx.sym.BatchNorm(mx.sym.Convolution(data, kernel=(3, 3), pad=(1, 1), num_filter=4,
+                                                              name="c0"), fix_gamma=False, name="b0"),
+                          act_type="relu")
+    y = mx.sym.Activation(mx.sym.BatchNorm(mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4,
+                                                              name="c1"), fix_gamma=False, name="b1"),
+                          act_type="relu")
+    y = mx.sym.BatchNorm(mx.sym.Convolution(y, kernel=(3, 3), pad=(1, 1), num_filter=4, name="c2"),
+                         fix_gamma=False, name="b2")
+    z = mx.sym.Activation(x + y, act_type="relu")
+    z = mx.sym.Pooling(z, global_pool=True, pool_type="avg", kernel=(1, 1))
+    return mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.flatten(z), num_hidden=3), name="softmax")
+
+
+def test_tiny_resnet_consistency_cpu_vs_gpu():
+    shapes = {"data": (2, 2, 6, 6), "softmax_label": (2,)}
+    check_consistency(_tiny_resnet(), [dict(ctx=mx.cpu(0), **shapes), dict(ctx=mx.gpu(0), **shapes)],
+                      rtol=1e-3, atol=1e-4)
+
+
+def test_gluon_softmax_cross_entropy_trains_on_gpu0():
+    """Gluon: Dense layers, the fused softmax cross-entropy, Trainer's SGD on gpu(0)."""
+    from mxref import autograd, gluon
+    rng = np.random.default_rng(2)
+    x = mx.nd.array(rng.standard_normal((64, 8)).astype(np.float32), ctx=mx.gpu(0))
+    y = mx.nd.array((rng.standard_normal(64) > 0).astype(np.float32), ctx=mx.gpu(0))
+    net = gluon.nn.Dense(2)
+    net.initialize(mx.init.Xavier(), ctx=mx.gpu(0))
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    losses = []
+    for _ in range(20):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(64)
+        losses.append(float(loss.mean().asscalar()))
+    assert net.weight.data().context == mx.gpu(0)
+    assert losses[-1] < losses[0] * 0.8, losses

@@ -68,6 +68,7 @@ def test_dropout_mask_statistics_reproducibility_and_backward():
     g = rng.standard_normal((4, 5)).astype(np.float32)
     mask = (rng.random((4, 5)) > 0.5).astype(np.float32) * 2
     check_gpu_kernel("_backward_Dropout", [g, mask], {"p": 0.5})
+    check_gpu_kernel("Dropout", [g], {"p": 0.5})            # not training: the identity, a mask of ones
 
 
 def test_adam_update():

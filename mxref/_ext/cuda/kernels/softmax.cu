@@ -64,3 +64,46 @@ __global__ void softmax_output_backward(const real_t* p, const real_t* label, re
         dx[e] = accumulate ? dx[e] + v : v;
     }
 }
+
+// The fused softmax cross-entropy (Gluon's SoftmaxCrossEntropyLoss): loss[row] = -log_softmax(x)[l],
+// l = clip(label[row], 0, mid - 1); one block per row, as softmax_axis (max, then sum of exp).
+__global__ void softmax_ce_forward(const real_t* x, const real_t* label, real_t* loss, long long outer,
+                                   long long mid, long long inner, int accumulate) {
+    for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
+        long long i = o / inner, j = o % inner;
+        const real_t* row = x + i * mid * inner + j;
+        real_t m = -(real_t)INFINITY;
+        for (long long k = threadIdx.x; k < mid; k += blockDim.x) m = fmax(m, row[k * inner]);
+        m = block_reduce_all(RED_MAX, m);
+        real_t s = 0;
+        for (long long k = threadIdx.x; k < mid; k += blockDim.x) s += exp(row[k * inner] - m);
+        s = block_reduce_all(RED_SUM, s);
+        if (threadIdx.x == 0) {
+            long long l = (long long)label[o];
+            l = l < 0 ? 0 : (l >= mid ? mid - 1 : l);
+            real_t v = -(row[l * inner] - m - log(s));
+            loss[o] = accumulate ? loss[o] + v : v;
+        }
+    }
+}
+
+// Its backward: dx = g[row] * (softmax(x) - onehot(l)), one block per row.
+__global__ void softmax_ce_backward(const real_t* g, const real_t* x, const real_t* label, real_t* dx,
+                                    long long outer, long long mid, long long inner, int accumulate) {
+    for (long long o = blockIdx.x; o < outer * inner; o += gridDim.x) {
+        long long i = o / inner, j = o % inner, base = i * mid * inner + j;
+        real_t m = -(real_t)INFINITY;
+        for (long long k = threadIdx.x; k < mid; k += blockDim.x) m = fmax(m, x[base + k * inner]);
+        m = block_reduce_all(RED_MAX, m);
+        real_t s = 0;
+        for (long long k = threadIdx.x; k < mid; k += blockDim.x) s += exp(x[base + k * inner] - m);
+        s = block_reduce_all(RED_SUM, s);
+        long long l = (long long)label[o];
+        l = l < 0 ? 0 : (l >= mid ? mid - 1 : l);
+        for (long long k = threadIdx.x; k < mid; k += blockDim.x) {
+            long long at = base + k * inner;
+            real_t v = g[o] * (exp(x[at] - m) / s - (k == l ? (real_t)1 : (real_t)0));
+            dx[at] = accumulate ? dx[at] + v : v;
+        }
+    }
+}
