@@ -11,5 +11,6 @@ nvidia-smi -L
 "$PY" -m pip install -q "pycuda>=2022.1"
 "$PY" -c "import pycuda.autoinit, pycuda.driver as d; print('PyCUDA sees', d.Device.count(), 'device(s)')"
 export MXREF_CUDA=pycuda PYTHONPATH=.
-"$PY" -m pytest -q tests/_ext/cuda tests/ops/gpu
+"$PY" -m pytest -q tests/_ext/cuda tests/ops/gpu tests/docs/test_howto_gpu_kernel.py
+MXREF_CUDA_CUBLAS=0 "$PY" -m pytest -q tests/ops/gpu/test_gemm.py tests/ops/gpu/test_conv_pool.py   # the teaching GEMM
 "$PY" benchmarks/bench_gpu.py

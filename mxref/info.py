@@ -22,8 +22,10 @@ def _gpu_lines() -> dict:
     lines = {"gpu.backend": runtime.backend_name()}
     be = runtime.backend(required=False)
     if be is not None:
+        from .ops.gpu.gemm import gemm_path  # noqa: PLC0415
         for key, value in be.describe().items():
             lines[f"gpu.{key}"] = value
+        lines["gpu.gemm"] = gemm_path()
         for i in range(be.device_count()):
             free, total = be.mem_info(i)
             lines[f"gpu.{i}"] = f"{be.device_name(i)}, {free >> 20} of {total >> 20} MiB free"

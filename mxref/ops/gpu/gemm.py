@@ -1,8 +1,17 @@
-"""GPU kernels built on the tiled GEMM (``kernels/gemm.cu``): ``dot`` (2-D) and ``FullyConnected``
-forward and backward. The teaching kernel is the one that runs; ``gemm()`` is the entry point a
-faster path (cuBLAS) would take over."""
+"""GPU kernels built on one GEMM entry point, ``gemm()``: ``dot`` (2-D) and ``FullyConnected``
+forward and backward (and Convolution, ``conv.py``).
+
+``gemm()`` runs the tiled teaching kernel of ``kernels/gemm.cu`` (the reference of the GPU path,
+and the only one under the emulator), or cuBLAS through ctypes on a real GPU when ``libcublas``
+loads (``MXREF_CUDA_CUBLAS=0`` keeps the teaching kernel there too)."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import os
+import threading
+
+from ...base import MXNetError
 from ..kernels import register_kernel
 from ..linalg import _PARAMS  # noqa: F401 - dot must be registered first
 from ..nn import fully_connected as _fc  # noqa: F401
@@ -24,10 +33,76 @@ def gemm(octx, a, b, c, m: int, n: int, k: int, trans_a: bool, trans_b: bool, re
             from .elementwise import launch_fill  # noqa: PLC0415
             launch_fill(octx, c, 0.0)
         return
+    blas = _cublas()
+    if blas is not None and c.dtype.name in ("float32", "float64"):
+        blas.gemm(octx, a, b, c, m, n, k, trans_a, trans_b, alpha, beta)
+        return
     grid = ((n + TILE - 1) // TILE, (m + TILE - 1) // TILE)
     module(FAMILY, c.dtype).get_function("gemm_tiled")(
         a, b, c, m, n, k, int(trans_a), int(trans_b), alpha, beta, grid=grid, block=(TILE, TILE),
         stream=stream(octx))
+
+
+class _CuBLAS:
+    """``cublas{S,D}gemm`` through ctypes, one handle per (device, thread), on the op's stream.
+
+    Row-major ``C = op(A) op(B)`` is column-major ``C^T = op(B)^T op(A)^T``: the same memory, with
+    the operands swapped, so no transposing copy is needed."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.handles = {}
+        self.lock = threading.Lock()
+
+    def _handle(self, device_id: int, stream):
+        key = (device_id, threading.get_ident())
+        h = self.handles.get(key)
+        if h is None:
+            h = ctypes.c_void_p()
+            if self.lib.cublasCreate_v2(ctypes.byref(h)) != 0:
+                raise MXNetError("cublasCreate failed")
+            with self.lock:
+                self.handles[key] = h
+        raw = getattr(getattr(stream, "handle", None), "handle", None)
+        self.lib.cublasSetStream_v2(h, ctypes.c_void_p(raw or 0))
+        return h
+
+    def gemm(self, octx, a, b, c, m, n, k, trans_a, trans_b, alpha, beta):
+        from ..._ext.cuda import runtime  # noqa: PLC0415
+        be = runtime.backend()
+        st = stream(octx)
+        double = c.dtype.name == "float64"
+        scal = ctypes.c_double if double else ctypes.c_float
+        fn = self.lib.cublasDgemm_v2 if double else self.lib.cublasSgemm_v2
+        lda = m if trans_a else k
+        ldb = k if trans_b else n
+        with be._on(c.device_id):
+            h = self._handle(c.device_id, st)
+            rc = fn(h, int(trans_b), int(trans_a), n, m, k, ctypes.byref(scal(alpha)), ctypes.c_void_p(b.ptr),
+                    ldb, ctypes.c_void_p(a.ptr), lda, ctypes.byref(scal(beta)), ctypes.c_void_p(c.ptr), n)
+            if rc != 0:
+                raise MXNetError(f"cublas gemm ({m}x{n}x{k}) failed with status {rc}")
+            st.synchronize()
+
+
+_CUBLAS = []
+
+
+def _cublas():
+    """The cuBLAS path, or ``None`` (the emulator, no libcublas, or ``MXREF_CUDA_CUBLAS=0``)."""
+    if not _CUBLAS:
+        from ..._ext.cuda import runtime  # noqa: PLC0415
+        lib = None
+        if runtime.backend().name == "pycuda" and os.environ.get("MXREF_CUDA_CUBLAS", "1") != "0":
+            path = ctypes.util.find_library("cublas")
+            lib = _CuBLAS(ctypes.CDLL(path)) if path else None
+        _CUBLAS.append(lib)
+    return _CUBLAS[0]
+
+
+def gemm_path() -> str:
+    """``'cublas'`` or ``'tiled'``: which GEMM ``gemm()`` runs (for mxref.info() and tests)."""
+    return "cublas" if _cublas() is not None else "tiled"
 
 
 def _dot_applies(params, inputs, outputs, req):

@@ -37,3 +37,13 @@ def test_fully_connected_forward_backward(no_bias, shape):
     check_gpu_kernel("FullyConnected", args, p)
     g = rng.standard_normal((shape[0], 6)).astype(np.float32)
     check_gpu_kernel("_backward_FullyConnected", [g, x, w], p)
+
+
+def test_gemm_path():
+    """The emulator runs the tiled teaching kernel; a real GPU runs cuBLAS where it loads."""
+    from mxref._ext.cuda import runtime
+    from mxref.ops.gpu.gemm import gemm_path
+    if runtime.backend().name == "emulate":
+        assert gemm_path() == "tiled"
+    else:
+        assert gemm_path() in ("tiled", "cublas")
