@@ -6,6 +6,7 @@ the reference run on the host, within the kernel's stated tolerance.
 """
 from __future__ import annotations
 
+import weakref
 from typing import List, Sequence
 
 import numpy as np
@@ -27,8 +28,12 @@ class _Octx:
 def to_device(host: np.ndarray, device_id: int = 0) -> runtime.DeviceArray:
     """A fresh device array holding ``host`` (outside the pools: for tests)."""
     host = np.ascontiguousarray(host)
-    ptr, owner = runtime.backend().alloc(device_id, max(host.nbytes, 1))
-    arr = runtime.DeviceBuffer(ptr, max(host.nbytes, 1), device_id, owner).view(host.shape, host.dtype)
+    be, nbytes = runtime.backend(), max(host.nbytes, 1)
+    ptr, owner = be.alloc(device_id, nbytes)
+    buf = runtime.DeviceBuffer(ptr, nbytes, device_id, owner)
+    # Given back to the device when the last view goes (the device counts what it lent).
+    weakref.finalize(buf, be.free, device_id, owner, nbytes)
+    arr = buf.view(host.shape, host.dtype)
     arr.set(host)
     return arr
 

@@ -5,6 +5,7 @@ real_t is float here (one nvcc run per file keeps CI time down); the double buil
 nvcc when the GPU suite runs on a real GPU (``benchmarks/gpu_check.sh``)."""
 import concurrent.futures
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -18,12 +19,19 @@ SOURCES = sorted(KERNEL_DIR.glob("*.cu")) + [pathlib.Path(__file__).with_name("e
 pytestmark = [pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH"), pytest.mark.timeout(300)]
 
 
+def _options(source: pathlib.Path, real: str):
+    """``-Dreal_t=...``, or the options a file names for this check (``// nvcc check options: ...``)
+    when its types are other macros (cast.cu's ``src_t``/``dst_t``)."""
+    m = re.search(r"^// nvcc check options: (.*)$", source.read_text(), re.M)
+    return m.group(1).split() if m else [f"-Dreal_t={real}"]
+
+
 def _compile(source: pathlib.Path, real: str, tmp: pathlib.Path) -> str:
     # PyCUDA wraps a source in extern "C" (unmangled kernel names); the check compiles it the same way.
     wrapped = tmp / f"{source.stem}-{real}.cu"
     wrapped.write_text(f'extern "C" {{\n#include "{source}"\n}}\n')
     cmd = [NVCC, "-fatbin", "-gencode", "arch=compute_80,code=sm_80",
-           "-gencode", "arch=compute_90,code=sm_90", f"-Dreal_t={real}", f"-I{KERNEL_DIR}",
+           "-gencode", "arch=compute_90,code=sm_90", *_options(source, real), f"-I{KERNEL_DIR}",
            "-o", str(tmp / f"{source.stem}-{real}.fatbin"), str(wrapped)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     return "" if proc.returncode == 0 else f"{source.name} (real_t={real}):\n{proc.stderr}"
