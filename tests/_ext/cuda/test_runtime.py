@@ -115,3 +115,30 @@ def test_device_kvstore_across_two_gpus():
     kv.pull(3, out=outs)
     for o in outs:
         np.testing.assert_array_equal(o.asnumpy(), np.full((2, 3), 3.0, np.float32))
+
+
+@pytest.mark.parametrize("strategy", ["Naive", "Round"])
+def test_emulated_device_memory_behind_the_pool_release_and_retry(strategy, monkeypatch):
+    """An emulated gpu's memory is capped: a miss past the cap releases the pool and retries, and
+    what still does not fit is an out-of-memory error naming the device."""
+    from mxref.context import gpu
+    from mxref.storage.device import GPUDevice
+    from mxref.storage.pool import PooledStorageManager
+    from mxref.storage.strategy import NaiveStrategy, RoundStrategy
+    be = runtime.backend()
+    if be.name != "emulate":
+        pytest.skip("caps the emulator's device memory")
+    mem = be.memory[1]
+    monkeypatch.setattr(mem, "capacity", mem.held + (1 << 20))          # 1 MiB left on gpu(1)
+    kind = NaiveStrategy() if strategy == "Naive" else RoundStrategy()
+    pool = PooledStorageManager(gpu(1), GPUDevice(1), kind, reserve_percent=0)
+    a = pool.alloc(400 << 10)
+    pool.free(a)                                   # pooled: still held by the device
+    assert pool.stats()["bytes_pooled"] > 0
+    b = pool.alloc(700 << 10)                      # does not fit next to the pooled block: release, retry
+    assert pool.stats()["num_release_all"] >= 1 and pool.stats()["bytes_pooled"] == 0
+    with pytest.raises(MXNetError, match=r"out of memory on gpu\(1\)"):
+        pool.alloc(700 << 10)
+    pool.free(b)
+    pool.release_all()
+    assert pool.stats()["bytes_in_use"] == 0
