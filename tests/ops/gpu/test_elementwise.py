@@ -112,3 +112,22 @@ def test_fills_and_add_n():
     xs = [rng.standard_normal((4, 9)).astype(np.float32) for _ in range(6)]
     check_gpu_kernel("add_n", xs, {"num_args": 6})
     check_gpu_kernel("add_n", xs[:2], {"num_args": 2}, req="add", outputs=[np.ones((4, 9), np.float32)])
+
+
+def test_op_check_harness_takes_the_gpu_too():
+    """mxref.op_check.check_kernels(device='gpu') runs the same comparison (and fails on a wrong
+    kernel)."""
+    from mxref import op_check
+    from mxref.ops import registry
+    got = op_check.check_kernels("relu", [np.array([-1.0, 2.0], np.float32)], device="gpu")
+    assert got["gpu"][0].tolist() == [0.0, 2.0]
+
+    def wrong(octx, params, inputs, outputs, req):
+        ew.launch_unary(octx, ew._code("negative"), inputs[0], outputs[0], req[0])
+    (k,) = registry.list_kernels("relu", "gpu")
+    saved, k.fn = k.fn, wrong
+    try:
+        with pytest.raises(AssertionError, match="relu gpu vs reference"):
+            op_check.check_kernels("relu", [np.array([-1.0, 2.0], np.float32)], device="gpu")
+    finally:
+        k.fn = saved
