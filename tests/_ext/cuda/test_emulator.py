@@ -160,9 +160,14 @@ def test_bad_launch_configuration_and_arguments(rt, f32):
 
 
 def test_host_code_cannot_read_device_memory(rt):
-    y = dev(rt, np.zeros(4, np.float32))
+    y = dev(rt, np.arange(4, dtype=np.float32))
     with pytest.raises(MXNetError, match="host code cannot read device memory"):
         np.asarray(y)
+    assert y.reshape(2, -1).shape == (2, 2) and y.reshape((4,)).get().tolist() == [0, 1, 2, 3]
+    with pytest.raises(MXNetError, match="cannot reshape"):
+        y.reshape(3, 2)
+    with pytest.raises(MXNetError, match="can only be written whole"):
+        y[1:3] = 0
 
 
 def test_modules_are_cached_on_disk(rt, tmp_path, monkeypatch):
