@@ -6,6 +6,7 @@ the reference run on the host, within the kernel's stated tolerance.
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import List, Sequence
 
@@ -15,7 +16,20 @@ from ..._ext.cuda import runtime
 from ...base import MXNetError
 from .. import registry
 
-__all__ = ["check_gpu_kernel", "to_device"]
+__all__ = ["check_gpu_kernel", "to_device", "gpu_test_backend"]
+
+
+@contextlib.contextmanager
+def gpu_test_backend():
+    """The GPU tests' backend: the one ``MXREF_CUDA`` names, else the emulator; on the way out the
+    engine drains and the pools are dropped, so no emulated block outlives the emulator."""
+    from ... import engine, storage  # noqa: PLC0415
+    with runtime.use_emulator_unless_gpu() as be:
+        try:
+            yield be
+        finally:
+            engine.get().wait_for_all()
+            storage.reset()
 
 
 class _Octx:

@@ -27,16 +27,23 @@ __global__ void strided_copy(const real_t* x, real_t* y, long long n, long long 
     }
 }
 
+// Row r's index into a table of V rows: clipped to [0, V) (mode 0), or wrapped around (mode 1).
+__device__ __forceinline__ long long row_of(const real_t* idx, long long r, long long V, int wrap) {
+    long long i = (long long)idx[r];
+    if (wrap) {
+        i %= V;
+        return i < 0 ? i + V : i;
+    }
+    return i < 0 ? 0 : (i >= V ? V - 1 : i);
+}
+
 // Embedding / take along axis 0 of a (V, D) table: y[r, :] = w[clip(idx[r]), :] (mode 0 clip,
 // 1 wrap). One thread per output element.
 __global__ void gather_rows(const real_t* idx, const real_t* w, real_t* y, long long rows, long long V,
                             long long D, int wrap, int accumulate) {
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < rows * D;
          e += (long long)gridDim.x * blockDim.x) {
-        long long r = e / D, d = e % D;
-        long long i = (long long)idx[r];
-        if (wrap) { i %= V; if (i < 0) i += V; }
-        else i = i < 0 ? 0 : (i >= V ? V - 1 : i);
+        long long r = e / D, d = e % D, i = row_of(idx, r, V, wrap);
         real_t v = w[i * D + d];
         y[e] = accumulate ? y[e] + v : v;
     }
@@ -48,10 +55,7 @@ __global__ void scatter_add_rows(const real_t* idx, const real_t* g, real_t* dw,
                                  long long D, int wrap) {
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < rows * D;
          e += (long long)gridDim.x * blockDim.x) {
-        long long r = e / D, d = e % D;
-        long long i = (long long)idx[r];
-        if (wrap) { i %= V; if (i < 0) i += V; }
-        else i = i < 0 ? 0 : (i >= V ? V - 1 : i);
+        long long r = e / D, d = e % D, i = row_of(idx, r, V, wrap);
         atomicAdd(&dw[i * D + d], g[e]);
     }
 }
