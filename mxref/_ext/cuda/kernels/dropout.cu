@@ -7,6 +7,8 @@
 // (`axes`): the output is viewed in 4-D and ms* are the mask's strides (0 along a shared axis), so
 // elements that share a mask value draw the same counter.
 
+#include "index4.cuh"
+
 __device__ __forceinline__ unsigned philox_first(unsigned c0, unsigned c1, unsigned k0, unsigned k1) {
     unsigned c2 = 0, c3 = 0;
     for (int round = 0; round < 10; ++round) {
@@ -27,12 +29,7 @@ __global__ void dropout_forward(const real_t* x, real_t* y, real_t* mask, long l
     real_t scale = (real_t)1 / ((real_t)1 - p);
     for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < n;
          e += (long long)gridDim.x * blockDim.x) {
-        long long r = e;
-        long long c3 = r % d3; r /= d3;
-        long long c2 = r % d2; r /= d2;
-        long long c1 = r % d1;
-        long long c0 = r / d1;
-        unsigned long long m = (unsigned long long)(c0 * ms0 + c1 * ms1 + c2 * ms2 + c3 * ms3);
+        unsigned long long m = (unsigned long long)strided4(e, d1, d2, d3, ms0, ms1, ms2, ms3);
         unsigned bits = philox_first((unsigned)m, (unsigned)(m >> 32), key0, key1);
         real_t u = (real_t)(bits >> 8) * (real_t)(1.0 / 16777216.0);
         real_t keep = u >= p ? scale : (real_t)0;

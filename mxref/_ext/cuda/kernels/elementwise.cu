@@ -12,6 +12,8 @@
 // one compiled kernel serves every operator of a family. `accumulate` implements req = 'add'.
 // real_t is given by the module's options (-Dreal_t=float or double).
 
+#include "index4.cuh"
+
 // unary ops
 #define OP_COPY 0
 #define OP_RELU 1
@@ -171,13 +173,8 @@ __global__ void broadcast_op(const real_t* a, const real_t* b, real_t* y, int op
                              long long sb0, long long sb1, long long sb2, long long sb3, int accumulate) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
-        long long r = i;
-        long long c3 = r % d3; r /= d3;
-        long long c2 = r % d2; r /= d2;
-        long long c1 = r % d1;
-        long long c0 = r / d1;
-        real_t va = a[c0 * sa0 + c1 * sa1 + c2 * sa2 + c3 * sa3];
-        real_t vb = b[c0 * sb0 + c1 * sb1 + c2 * sb2 + c3 * sb3];
+        real_t va = a[strided4(i, d1, d2, d3, sa0, sa1, sa2, sa3)];
+        real_t vb = b[strided4(i, d1, d2, d3, sb0, sb1, sb2, sb3)];
         real_t v = apply_binary(op, va, vb);
         y[i] = accumulate ? y[i] + v : v;
     }
