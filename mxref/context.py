@@ -99,26 +99,18 @@ def current_context() -> Context:
 
 
 def num_gpus() -> int:
-    """Number of CUDA devices visible; 0 when PyCUDA or a driver is missing (never raises)."""
-    try:
-        import pycuda.driver as drv  # noqa: PLC0415 - optional dependency
-        drv.init()
-        return drv.Device.count()
-    except Exception:  # noqa: BLE001 - any failure means "no usable GPU"
-        return 0
+    """Number of GPUs visible to the GPU backend (``MXREF_CUDA``): real devices through PyCUDA, or
+    the emulator's (``MXREF_CUDA=emulate``, 2 by default); 0 without one (never raises)."""
+    from ._ext.cuda import runtime  # noqa: PLC0415 - the GPU runtime loads on first use
+    return runtime.num_devices()
 
 
 def gpu_memory_info(device_id: int = 0):
     """``(free, total)`` bytes of a GPU, as MXNet's ``mx.context.gpu_memory_info``."""
     if num_gpus() <= device_id:
         raise MXNetError(f"gpu({device_id}) is not available (num_gpus()={num_gpus()})")
-    import pycuda.driver as drv  # noqa: PLC0415
-    dev = drv.Device(device_id)
-    cuctx = dev.make_context()
-    try:
-        return drv.mem_get_info()
-    finally:
-        cuctx.pop()
+    from ._ext.cuda import runtime  # noqa: PLC0415
+    return runtime.backend().mem_info(device_id)
 
 
 # -- per-device memory limits ---------------------------------------------------------------------

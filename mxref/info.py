@@ -16,6 +16,22 @@ def _optional_version(module: str) -> str:
     return getattr(mod, "__version__", "installed")
 
 
+def _gpu_lines() -> dict:
+    """The GPU backend (``MXREF_CUDA``), its launcher and driver, and one line per device."""
+    from ._ext.cuda import runtime  # noqa: PLC0415
+    lines = {"gpu.backend": runtime.backend_name()}
+    be = runtime.backend(required=False)
+    if be is not None:
+        from .ops.gpu.gemm import gemm_path  # noqa: PLC0415
+        for key, value in be.describe().items():
+            lines[f"gpu.{key}"] = value
+        lines["gpu.gemm"] = gemm_path()
+        for i in range(be.device_count()):
+            free, total = be.mem_info(i)
+            lines[f"gpu.{i}"] = f"{be.device_name(i)}, {free >> 20} of {total >> 20} MiB free"
+    return lines
+
+
 def info(file=None) -> dict:
     """Print (and return) what this mxref runs with.
 
@@ -43,6 +59,7 @@ def info(file=None) -> dict:
         "pycuda": _optional_version("pycuda"),
         "gpus": num_gpus(),
     }
+    report.update(_gpu_lines())
     desc = eng.describe() if hasattr(eng, "describe") else {"type": eng.name}
     for key, value in desc.items():
         report[f"engine.{key}"] = value

@@ -53,7 +53,9 @@ def _random_fill(arr, kind: str, a: float, b: float) -> None:
     """Fill ``arr`` from ``mx.nd.random.<kind>(a, b)``; writes straight into NDArrays (in-engine)."""
     draw = nd.random.uniform if kind == "uniform" else nd.random.normal
     if isinstance(arr, NDArray):
-        draw(a, b, shape=arr.shape, dtype=arr.dtype, ctx=arr.context, out=arr)   # on its own device
+        # ctx: the array's own, not the default context (a deferred init runs inside a Block's
+        # forward, under ``with x.context``, while Gluon initializes on the CPU then copies).
+        draw(a, b, shape=arr.shape, dtype=arr.dtype, ctx=arr.context, out=arr)
     else:
         arr[...] = draw(a, b, shape=arr.shape).asnumpy()
 

@@ -84,6 +84,13 @@ def set_gpu_thread_init(fn: Optional[Callable]) -> None:
     _gpu_thread_init = fn
 
 
+def _runtime_stream(gpu_id: int, thread_name: str):
+    """The default GPU thread init: this worker's own stream from the GPU runtime (one stream per
+    GPU worker thread; an emulated stream is this thread's order of execution)."""
+    from .._ext.cuda import runtime  # noqa: PLC0415 - the GPU runtime loads on first GPU work
+    return runtime.thread_stream(gpu_id, thread_name)
+
+
 class _WorkerGroup:
     """One queue and the threads serving it; ``name`` labels the threads in profiles."""
 
@@ -299,8 +306,8 @@ class ThreadedEnginePerDevice(Engine):
 
     def _worker_loop(self, queue, gpu_id) -> None:
         stream = None
-        if gpu_id is not None and _gpu_thread_init is not None:
-            stream = _gpu_thread_init(gpu_id, threading.current_thread().name)
+        if gpu_id is not None:
+            stream = (_gpu_thread_init or _runtime_stream)(gpu_id, threading.current_thread().name)
         execute = self._execute
         while True:
             blk = queue.pop()

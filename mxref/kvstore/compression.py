@@ -146,9 +146,15 @@ class GradientCompression:
         return compressed_size(num_elements)
 
     def quantize(self, grad: np.ndarray, residual: np.ndarray, out: Optional[np.ndarray] = None):
+        if not isinstance(grad, np.ndarray):     # device memory: the GPU kernel, same bits
+            from ..ops.gpu import compression as gpu  # noqa: PLC0415
+            return gpu.quantize_2bit(grad, residual, self.threshold, out)
         return quantize_2bit(grad, residual, self.threshold, out)
 
     def dequantize(self, compressed: np.ndarray, out: np.ndarray) -> np.ndarray:
+        if not isinstance(out, np.ndarray):
+            from ..ops.gpu import compression as gpu  # noqa: PLC0415
+            return gpu.dequantize_2bit(compressed, self.threshold, out)
         return dequantize_2bit(compressed, self.threshold, out)
 
     def __repr__(self) -> str:

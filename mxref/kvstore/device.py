@@ -143,6 +143,7 @@ class DeviceKVStore(LocalKVStore):
             if a._dtype.name != "float32":
                 raise MXNetError(f"kvstore.push: 2-bit gradient compression needs float32 values; "
                                  f"key {key!r} holds {a._dtype.name}")
-            if not is_host(a.context):
-                raise MXNetError(f"kvstore.push: 2-bit compression kernels exist for CPU contexts "
+            # GPU arrays have their own kernels (mxref/ops/gpu/compression.py)
+            if not is_host(a.context) and a.context.device_type != "gpu":
+                raise MXNetError(f"kvstore.push: 2-bit compression kernels exist for CPU and GPU contexts "
                                  f"only; key {key!r} got a value on {a.context}")

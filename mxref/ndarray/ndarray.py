@@ -14,6 +14,12 @@ from .chunk import Chunk
 
 __all__ = ["NDArray"]
 
+
+def _copy_device(dst, src) -> None:
+    """A copy with device memory on either side (host↔device, device↔device)."""
+    from .._ext.cuda import runtime  # noqa: PLC0415 - the GPU runtime loads on first use
+    runtime.copy_array(dst, src)
+
 _EMPTY: dict = {}
 
 
@@ -61,7 +67,12 @@ class NDArray:
         """
         view = self._np
         if view is None:
-            view = self._np = np.ndarray(self._shape, self._dtype, self._chunk.data(), self._offset)
+            buf = self._chunk.data()
+            if buf.__class__ is np.ndarray:
+                view = np.ndarray(self._shape, self._dtype, buf, self._offset)
+            else:       # device memory: a DeviceArray, which numpy code cannot read by mistake
+                view = buf.view(self._shape, self._dtype, self._offset)
+            self._np = view
         return view
 
     def _view(self, shape: Tuple[int, ...], offset: int) -> "NDArray":
@@ -130,7 +141,8 @@ class NDArray:
     def asnumpy(self) -> np.ndarray:
         """A numpy copy of the values; waits for pending writes and raises their errors."""
         self.wait_to_read()
-        return self._data().copy()
+        data = self._data()
+        return data.copy() if data.__class__ is np.ndarray else data.get()   # get: device to host
 
     def asscalar(self):
         """The value of a one-element array as a numpy scalar."""
@@ -160,18 +172,25 @@ class NDArray:
         src = self
 
         def copy(run_ctx):
-            target._data()[...] = src._data()
+            dst, data = target._data(), src._data()
+            if dst.__class__ is np.ndarray and data.__class__ is np.ndarray:
+                dst[...] = data
+            else:
+                _copy_device(dst, data)
 
         dst_ctx, src_ctx = target._chunk.ctx, self._chunk.ctx
         if dst_ctx == src_ctx:
+            # On one GPU the copy is a kernel of that GPU's stream; on the host, a plain op.
             _engine.get().push_sync(copy, dst_ctx, (src._chunk.var,), (target._chunk.var,),
                                     name="_copyto")
             if _imperative._record_hook is not None:
                 _record_view("_copy", self, target)
             return target
-        # Between devices: on the copy workers, so it overlaps both devices' computation; recorded
-        # as a _CrossDeviceCopy, whose gradient copies back to this array's device.
-        _engine.get().push_sync(copy, dst_ctx, (src._chunk.var,), (target._chunk.var,),
+        # Between devices: on the copy workers, so it overlaps both devices' computation (a copy
+        # from a GPU on that GPU's copy workers, as MXNet's CopyFromTo); recorded as a
+        # _CrossDeviceCopy, whose gradient copies back to this array's device.
+        where = src_ctx if src_ctx.device_type == "gpu" else dst_ctx
+        _engine.get().push_sync(copy, where, (src._chunk.var,), (target._chunk.var,),
                                 prop=_copy_property(src_ctx, dst_ctx), name="_CrossDeviceCopy")
         if _imperative._record_hook is not None:
             _record_view("_CrossDeviceCopy", self, target, src=str(src_ctx), dst=str(dst_ctx))

@@ -1,4 +1,4 @@
-"""Raw device allocators under the pools: aligned numpy buffers on CPU, PyCUDA ``mem_alloc`` on GPU.
+"""Raw device allocators under the pools: aligned numpy buffers on CPU, the GPU runtime's on GPU.
 
 A device allocator has three methods: ``alloc(nbytes) -> block``, ``free(block, nbytes)`` and
 ``mem_info() -> (free_bytes, total_bytes)``. Running out of memory raises ``OutOfMemory``, which
@@ -80,9 +80,11 @@ class CPUDevice:
 
 
 class GPUDevice:
-    """Device memory of one GPU through PyCUDA; blocks are ``pycuda.driver.DeviceAllocation``.
+    """Device memory of one GPU through the GPU runtime (``mxref._ext.cuda.runtime``): PyCUDA's
+    ``mem_alloc`` on a real GPU, host memory under ``MXREF_CUDA=emulate``. Blocks are
+    ``DeviceBuffer``s (a device address, a size and the device id).
 
-    PyCUDA is imported here, on the first GPU allocation, never at ``import mxref``.
+    The runtime is imported here, on the first GPU allocation, never at ``import mxref``.
     """
 
     def __init__(self, device_id: int):
@@ -90,48 +92,37 @@ class GPUDevice:
         self.bytes_held = 0
         self.num_device_alloc = 0
         self.num_device_free = 0
-        self._drv = None
-        self._cuctx = None
+        self._rt = None
+        self._lock = threading.Lock()
 
-    def _driver(self):
-        if self._drv is None:
-            from .. import context  # noqa: PLC0415
-            if context.num_gpus() <= self.device_id:
-                raise MXNetError(f"storage: gpu({self.device_id}) is not available "
-                                 f"(num_gpus()={context.num_gpus()})")
-            import pycuda.driver as drv  # noqa: PLC0415 - optional dependency, loaded on first use
-            drv.init()
-            # The primary context is the one every mxref component shares on this device.
-            self._cuctx = drv.Device(self.device_id).retain_primary_context()
-            self._drv = drv
-        return self._drv
+    def _runtime(self):
+        if self._rt is None:
+            from .._ext.cuda import runtime  # noqa: PLC0415 - the GPU runtime loads on first use
+            count = runtime.num_devices()
+            if count <= self.device_id:
+                raise MXNetError(f"storage: gpu({self.device_id}) is not available (num_gpus()={count}; "
+                                 f"GPU backend: {runtime.backend_name()})")
+            self._rt = runtime
+        return self._rt
 
     def alloc(self, nbytes: int):
-        drv = self._driver()
-        self._cuctx.push()
+        rt = self._runtime()
         try:
-            block = drv.mem_alloc(nbytes)
-        except drv.MemoryError as exc:
-            raise OutOfMemory(f"cudaMalloc of {nbytes} bytes failed: {exc}") from None
-        finally:
-            drv.Context.pop()
-        self.bytes_held += nbytes
-        self.num_device_alloc += 1
-        return block
+            ptr, owner = rt.backend().alloc(self.device_id, nbytes)
+        except MemoryError as exc:
+            raise OutOfMemory(f"cudaMalloc of {nbytes} bytes on gpu({self.device_id}) failed: "
+                              f"{exc}") from None
+        with self._lock:
+            self.bytes_held += nbytes
+            self.num_device_alloc += 1
+        return rt.DeviceBuffer(ptr, nbytes, self.device_id, owner)
 
     def free(self, block, nbytes: int) -> None:
-        self._cuctx.push()
-        try:
-            block.free()
-        finally:
-            self._drv.Context.pop()
-        self.bytes_held -= nbytes
-        self.num_device_free += 1
+        self._runtime().backend().free(self.device_id, block.owner, nbytes)
+        block.owner = None
+        with self._lock:
+            self.bytes_held -= nbytes
+            self.num_device_free += 1
 
     def mem_info(self) -> Tuple[int, int]:
-        drv = self._driver()
-        self._cuctx.push()
-        try:
-            return drv.mem_get_info()
-        finally:
-            drv.Context.pop()
+        return self._runtime().backend().mem_info(self.device_id)

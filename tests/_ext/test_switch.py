@@ -74,8 +74,9 @@ def test_listeners_hear_each_flip_once():
 
 
 def test_enable_ext_0_is_reference_only_for_the_whole_process():
-    """Under MXREF_ENABLE_EXT=0 no extension is imported, no fast kernel registered, and the
-    engine, storage and every op get their reference."""
+    """Under MXREF_ENABLE_EXT=0 no extension is imported, no host fast kernel registered, and the
+    engine, storage and every op get their reference. (The 'gpu' entries stay: CUDA kernels are
+    the only way an op runs on a GPU, and they are checked against the same references.)"""
     env = dict(os.environ, MXREF_ENABLE_EXT="0")
     env.pop("MXREF_ENFORCE_EXT", None)
     code = (
@@ -84,7 +85,7 @@ def test_enable_ext_0_is_reference_only_for_the_whole_process():
         "from mxref.ops import registry\n"
         "from mxref.engine.threaded import ThreadedEnginePerDevice\n"
         "assert switch.reference_only() and switch.reason() == 'MXREF_ENABLE_EXT=0'\n"
-        "assert registry.list_kernels() == []\n"
+        "assert registry.list_kernels(device_type='cpu') == []\n"
         "op = registry.get('Convolution')\n"
         "assert registry.get_kernel(op, 'cpu') is op.fcompute\n"
         "e = ThreadedEnginePerDevice(); assert e.core.__name__ == 'mxref.engine.var_queue'; e.stop()\n"
