@@ -7,8 +7,9 @@ job (4 keys of 256 x 256 float32, 1 MiB of gradients per worker per step). 2-bit
 (``kv.set_gradient_compression({'type': '2bit', 'threshold': 0.5})``) sends 2 bits per element on
 a push (16x fewer bytes, the residual kept on the worker); pulls stay dense, as in MXNet. Bytes
 per step are the worker hosts' veth counters, as the difference of a 20-step and a 2-step run.
-Row-sparse pushes are not in this branch (they are being built separately): their row is a
-placeholder, marked as such.
+Row-sparse pushes are not measured here: this job's dense layers touch every row, so a
+row_sparse push of them would carry the whole table; that comparison needs an embedding
+workload of its own (``benchmarks/bench_sparse_dist.py`` measures one on loopback).
 """
 import argparse
 import statistics
@@ -50,7 +51,6 @@ def main():
     dense = rows[0][1]
     for r in rows:
         r.append(dense / r[1])
-    rows.append(["row_sparse (placeholder: not in this branch)", "-", "-", "-", "-"])
     print(f"P = {payload / 1e6:.3f} MB of gradients per worker per step, 2 workers, links 100 Mbit/s, "
           f"epoch = {EPOCH} steps, medians of {args.repeats} runs")
     print(common.table(["pushes", "s per epoch", "MB sent/worker host/step", "MB received/worker host/step",
