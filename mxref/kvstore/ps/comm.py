@@ -34,7 +34,7 @@ from ...base import MXNetError, env_float
 from ...collective.base import Link, as_bytes
 from .roles import Roles
 
-__all__ = ["Cmd", "Message", "Comm", "kv_timeout", "TAG_CTRL", "TAG_DATA"]
+__all__ = ["Cmd", "Message", "Comm", "Countdown", "kv_timeout", "TAG_CTRL", "TAG_DATA"]
 
 TAG_CTRL = 1101
 TAG_DATA = 1102
@@ -66,6 +66,33 @@ class Message:
 
     def __init__(self, src: int, cmd: Cmd, rid: int, key, meta: dict, data: Optional[np.ndarray]):
         self.src, self.cmd, self.rid, self.key, self.meta, self.data = src, cmd, rid, key, meta, data
+
+
+class Countdown:
+    """The reply callback of an operation sent to ``n`` servers: the last reply runs ``finish``
+    (if given, and no reply failed) and then ``done(error)`` (the first error wins)."""
+
+    def __init__(self, n: int, done: Callable, finish: Optional[Callable[[], None]] = None):
+        self.n, self.finish, self.done, self.err = n, finish, done, None
+        self.lock = threading.Lock()
+        if n == 0:
+            self._end()
+
+    def _end(self) -> None:
+        if self.err is None and self.finish is not None:
+            try:
+                self.finish()
+            except Exception as exc:  # noqa: BLE001 - fails the engine op instead of the thread
+                self.err = exc
+        self.done(self.err)
+
+    def __call__(self, msg, err) -> None:
+        with self.lock:
+            self.err = self.err or err
+            self.n -= 1
+            last = self.n == 0
+        if last:
+            self._end()
 
 
 class _Pending:

@@ -45,7 +45,23 @@ def server_threads() -> int:
     return max(1, env_int("MXREF_KV_SERVER_THREADS", min(4, os.cpu_count() or 1)))
 
 
-class _KeyPart(PartContext):
+class _ServerPart(PartContext):
+    """What every key part answers the same way: replies, errors and names go through its server."""
+
+    server: "Server"
+    key: tuple                             # (store id, user key, part index)
+
+    def reply(self, src: int, rid: int) -> None:
+        self.server._reply(src, rid)
+
+    def error(self, src: int, rid: int, text: str) -> None:
+        self.server._error(src, rid, self.key, text)
+
+    def names(self, ranks) -> str:
+        return self.server._names(ranks)
+
+
+class _KeyPart(_ServerPart):
     """One key part on this server: its value, and the consistency model deciding about its pushes."""
 
     def __init__(self, server: "Server", key, shape, dtype, mode: str, options: dict, workers):
@@ -74,17 +90,8 @@ class _KeyPart(PartContext):
     def apply(self, grad: np.ndarray, replace: bool) -> None:
         self.server._apply(self, grad, replace)
 
-    def reply(self, src: int, rid: int) -> None:
-        self.server._reply(src, rid)
 
-    def error(self, src: int, rid: int, text: str) -> None:
-        self.server._error(src, rid, self.key, text)
-
-    def names(self, ranks) -> str:
-        return self.server._names(ranks)
-
-
-class _SparseKeyPart(PartContext):
+class _SparseKeyPart(_ServerPart):
     """A row_sparse key part: a lazy ``RowStore`` of rows ``[0, rows)`` of the part; pushes carry
     ``(ids, rows)`` and pulls name the ids they want (``row_store.py``, the sparse wire format)."""
 
@@ -141,15 +148,6 @@ class _SparseKeyPart(PartContext):
             self._lazy = LazyRowUpdater(optimizer, self.key[1], self.store.row_len,
                                         self.store.dtype, self.store.num_rows)
         self._lazy.update(self.store, grad)
-
-    def reply(self, src: int, rid: int) -> None:
-        self.server._reply(src, rid)
-
-    def error(self, src: int, rid: int, text: str) -> None:
-        self.server._error(src, rid, self.key, text)
-
-    def names(self, ranks) -> str:
-        return self.server._names(ranks)
 
 
 class Server:

@@ -21,8 +21,7 @@ most one copy of each touched row leaves the worker.
 """
 from __future__ import annotations
 
-import threading
-from typing import Callable, List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional
 
 import numpy as np
 
@@ -33,7 +32,7 @@ from ...engine.base import FnProperty
 from ...ndarray import NDArray
 from ..row_store import pack_rows, split_by_parts, unpack_rows
 from ..sparse import row_len, summed_rows, unique_ids, write_dense, write_rows
-from .comm import Cmd, kv_timeout
+from .comm import Cmd, Countdown, kv_timeout
 from .placement import Part
 
 __all__ = ["DistRowSparseKey", "row_parts"]
@@ -43,32 +42,6 @@ def row_parts(num_rows: int, num_servers: int) -> List[Part]:
     """Rows ``[lo, hi)`` of each server (empty ranges dropped when rows are fewer than servers)."""
     bounds = [round(num_rows * i / num_servers) for i in range(num_servers + 1)]
     return [Part(i, bounds[i], bounds[i + 1]) for i in range(num_servers) if bounds[i + 1] > bounds[i]]
-
-
-class _Gather:
-    """Counts the replies of one operation; the last one runs ``finish`` and then ``done``."""
-
-    def __init__(self, n: int, finish: Callable[[], None], done: Callable):
-        self.n, self.finish, self.done, self.err = n, finish, done, None
-        self.lock = threading.Lock()
-        if n == 0:
-            self._end()
-
-    def _end(self) -> None:
-        if self.err is None:
-            try:
-                self.finish()
-            except Exception as exc:  # noqa: BLE001 - fails the engine op instead of the thread
-                self.err = exc
-        self.done(self.err)
-
-    def __call__(self, msg, err) -> None:
-        with self.lock:
-            self.err = self.err or err
-            self.n -= 1
-            last = self.n == 0
-        if last:
-            self._end()
 
 
 class DistRowSparseKey(NamedTuple):
@@ -107,7 +80,7 @@ def send_rows(store, key, entry: DistRowSparseKey, cmd: Cmd, values: List[NDArra
 
     def start(done):
         grad = summed_rows(values)
-        count = _Gather(len(entry.parts), lambda: None, done)
+        count = Countdown(len(entry.parts), done)
         for i, (p, sl) in enumerate(zip(entry.parts, split_by_parts(grad.ids, entry.bounds))):
             ids, rows = grad.ids[sl] - p.lo, grad.rows[sl]
             m = dict(meta, rsp=True, nrows=int(ids.size))
@@ -135,7 +108,7 @@ def pull_rows(store, key, entry: DistRowSparseKey, out: NDArray, row_ids: Option
 
             def finish():
                 (write_dense if dense else write_rows)(out, ids, rows)
-            count = _Gather(len(asks), finish, done)
+            count = Countdown(len(asks), done, finish)
             for i, p, sl in asks:
                 comm.request(p.server, Cmd.PULL, (sid, key, i), {"rsp": True},
                              data=np.ascontiguousarray(ids[sl] - p.lo), recv_into=rows[sl],
@@ -159,7 +132,7 @@ def pull_rows(store, key, entry: DistRowSparseKey, out: NDArray, row_ids: Option
             rows = (np.concatenate([g[1] for g in parts]) if parts
                     else np.zeros((0, entry.row_len), entry.dtype))
             (write_dense if dense else write_rows)(out, ids, rows)
-        count = _Gather(len(entry.parts), finish_all, done)
+        count = Countdown(len(entry.parts), done, finish_all)
         for i, p in enumerate(entry.parts):
             comm.request(p.server, Cmd.PULL, (sid, key, i), {"rsp": True, "all": True},
                          callback=keep(i, p), what=f"pull of row_sparse key {key!r}")

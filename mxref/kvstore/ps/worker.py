@@ -29,7 +29,6 @@ job, ``inprocess.py``, each worker thread does the same when its function return
 from __future__ import annotations
 
 import pickle
-import threading
 from typing import Callable, List, Optional
 
 import numpy as np
@@ -45,7 +44,7 @@ from ..base import KVStore, copy_into
 from ..base import create as _base_create
 from ..local import LocalKVStore
 from ..sparse import is_row_sparse
-from .comm import Cmd, kv_timeout
+from .comm import Cmd, Countdown, kv_timeout
 from .consistency import get_consistency, model_for_store
 from .consistency.ssp import DEFAULT_STALENESS
 from .placement import Placement
@@ -53,24 +52,6 @@ from .runtime import runtime
 from .sparse_worker import DistRowSparseKey, pull_rows, send_rows
 
 __all__ = ["DistKVStore", "DistAsyncKVStore", "DistSSPKVStore", "create", "DEFAULT_STALENESS"]
-
-
-class _Countdown:
-    """Calls ``done(error)`` once ``n`` replies have arrived (the first error wins)."""
-
-    def __init__(self, n: int, done: Callable):
-        self.n, self.done, self.err = n, done, None
-        self.lock = threading.Lock()
-        if n == 0:
-            done(None)
-
-    def __call__(self, msg, err) -> None:
-        with self.lock:
-            self.err = self.err or err
-            self.n -= 1
-            last = self.n == 0
-        if last:
-            self.done(self.err)
 
 
 @KVStore.register
@@ -194,7 +175,7 @@ class DistKVStore(LocalKVStore):
 
         def start(done):
             flat = (src if src is not None else buf)._data().reshape(-1)
-            count = _Countdown(len(parts), done)
+            count = Countdown(len(parts), done)
             for i, p in enumerate(parts):
                 part = flat[p.lo:p.hi]
                 m = dict(meta)
