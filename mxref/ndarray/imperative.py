@@ -143,6 +143,19 @@ class _Plan:
         self.kernel, self.kernel_dev, self.kernels_seen = None, None, -1
 
 
+def infer_context(op: OpDef, inputs: Sequence, ctx: Optional[Context]) -> Context:
+    """The context an operator runs on: its inputs' (which must agree), else ``ctx``, else the
+    current one (an op without inputs: ``_zeros``, ``_random_uniform``). The tuned ``invoke``
+    below inlines the same check."""
+    if inputs:
+        ctx = inputs[0].context
+        if any(x.context != ctx for x in inputs):
+            raise MXNetError(f"operator {op.name}: all inputs must be on one context, got "
+                             f"{[str(x.context) for x in inputs]}")
+        return ctx
+    return current_context() if ctx is None else ctx
+
+
 def infer_outputs(op: OpDef, params: dict, shapes: Sequence[tuple], dtypes: Sequence) -> tuple:
     """``(out_shapes, out_dtypes)`` of ``op`` on inputs of these shapes and dtypes (step 2).
 

@@ -12,8 +12,7 @@ import math
 from typing import List, Optional
 
 from .. import engine, resource
-from ..base import MXNetError
-from ..context import Context, current_context
+from ..context import Context
 from ..engine.base import FnProperty
 from ..ops import registry
 from ..ops.registry import OpContext, OpDef
@@ -37,13 +36,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     # 2. Output shapes and dtypes, now: a wrong shape raises at the call, not on the worker.
     out_shapes, out_dtypes = imperative.infer_outputs(
         op, params, [x.shape for x in inputs], [x._dtype for x in inputs])
-    if inputs:
-        ctx = inputs[0].context
-        if any(x.context != ctx for x in inputs):
-            raise MXNetError(f"operator {op.name}: all inputs must be on one context, got "
-                             f"{[str(x.context) for x in inputs]}")
-    elif ctx is None:
-        ctx = current_context()       # an op without inputs (_zeros, _random_uniform)
+    ctx = imperative.infer_context(op, inputs, ctx)
     if op.output_ctx is not None:     # a cross-device copy: the output lives on its dst
         ctx = op.output_ctx(params)
     # 3. The outputs: new arrays with an engine variable but no memory yet, or the out= arrays.

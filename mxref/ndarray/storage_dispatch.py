@@ -26,7 +26,6 @@ import numpy as np
 
 from .. import engine, resource
 from ..base import MXNetError
-from ..context import current_context
 from ..engine.base import FnProperty
 from ..ops.registry import OpContext, OpDef
 from ..ops.sparse.base import RowSparse, empty_of, fromdense, stype_of, todense
@@ -111,13 +110,7 @@ def _run_sparse(op, params, inputs, outs, ctx, out_stypes):
     from .sparse import new_sparse  # noqa: PLC0415 - sparse.py imports this package's utils
     out_shapes, out_dtypes = imperative.infer_outputs(op, params, [x.shape for x in inputs],
                                                       [x._dtype for x in inputs])
-    if inputs:
-        ctx = inputs[0].context
-        if any(x.context != ctx for x in inputs):
-            raise MXNetError(f"operator {op.name}: all inputs must be on one context, got "
-                             f"{[str(x.context) for x in inputs]}")
-    elif ctx is None:
-        ctx = current_context()
+    ctx = imperative.infer_context(op, inputs, ctx)
     outputs = list(outs or [])
     for i, o in enumerate(outputs):
         if o.shape != out_shapes[i]:
