@@ -30,14 +30,10 @@ IDX = np.dtype(np.int64)     # MXNet's default index dtype for both sparse forma
 STYPES = ("default", "row_sparse", "csr")
 
 
-class CSR:
-    """A compressed-sparse-row matrix: ``data``, ``indices``, ``indptr`` and the dense ``shape``."""
+class _Components:
+    """What both sparse formats derive from their components: the dtype (of ``data``) and ``ndim``."""
 
-    __slots__ = ("data", "indices", "indptr", "shape")
-    stype = "csr"
-
-    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: Tuple[int, ...]):
-        self.data, self.indices, self.indptr, self.shape = data, indices, indptr, tuple(shape)
+    __slots__ = ()
 
     @property
     def dtype(self):
@@ -46,6 +42,16 @@ class CSR:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+
+class CSR(_Components):
+    """A compressed-sparse-row matrix: ``data``, ``indices``, ``indptr`` and the dense ``shape``."""
+
+    __slots__ = ("data", "indices", "indptr", "shape")
+    stype = "csr"
+
+    def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, shape: Tuple[int, ...]):
+        self.data, self.indices, self.indptr, self.shape = data, indices, indptr, tuple(shape)
 
     @staticmethod
     def empty(shape, dtype) -> "CSR":
@@ -56,7 +62,7 @@ class CSR:
         return np.repeat(np.arange(self.shape[0], dtype=IDX), np.diff(self.indptr))
 
 
-class RowSparse:
+class RowSparse(_Components):
     """Some rows of a dense array: ``data`` (the rows), ``indices`` (their ids) and the ``shape``."""
 
     __slots__ = ("data", "indices", "shape")
@@ -64,14 +70,6 @@ class RowSparse:
 
     def __init__(self, data: np.ndarray, indices: np.ndarray, shape: Tuple[int, ...]):
         self.data, self.indices, self.shape = data, indices, tuple(shape)
-
-    @property
-    def dtype(self):
-        return self.data.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
 
     @staticmethod
     def empty(shape, dtype) -> "RowSparse":
