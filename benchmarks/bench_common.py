@@ -1,12 +1,17 @@
 """Pieces shared by the throughput benchmarks: the timing loop, the clocks, the MLP/LeNet symbol
-code and the launcher of one measuring subprocess. Standard library only: the MXNet and PyTorch
-interpreters import it too (a script's own folder is first on ``sys.path``)."""
+code, the launcher of one measuring subprocess, and the two launchers of the dist benchmarks.
+Standard library only: the MXNet and PyTorch interpreters import it too (a script's own folder
+is first on ``sys.path``)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
+import shutil
+import socket
 import subprocess
+import sys
 import time
 
 CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -82,3 +87,58 @@ def alternate(measure_fn, systems, model, args, iters):
         for s in systems:
             rates[s] += measure_fn(s, model, args.threads, iters, args.repeats, args.clock)
     return rates
+
+
+# -- dist benchmarks: mxref ranks under mpiexec, MXNet's ps-lite job, their JSON result lines -----
+MXNET_PY = "/work/venvs/mxnet191/bin/python"
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def workers_json(out: str) -> list:
+    """The ``{"worker": ...}`` objects the ranks printed, by worker. The ranks share one stdout, so
+    two lines may arrive glued together: find the objects themselves."""
+    return sorted((json.loads(m) for m in re.findall(r'\{"worker"[^}]*\}', out)), key=lambda r: r["worker"])
+
+
+def mpi_ranks(script: str, nprocs: int, argv: list, timeout: float, env=None) -> list:
+    """``script argv`` on ``nprocs`` loopback ranks (one server); every worker's result object."""
+    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(nprocs), sys.executable, script,
+           *argv]
+    environ = dict(os.environ, FI_TCP_IFACE="lo", MXREF_NUM_SERVERS="1", PYTHONPATH=REPO, **(env or {}))
+    proc = subprocess.run(cmd, env=environ, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(argv[:2])} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return workers_json(proc.stdout)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mxnet_ps(script: str, argv: list, timeout: float) -> list:
+    """MXNet 1.9.1's scheduler, one server and two workers running ``script argv``, all on
+    127.0.0.1 (its own launcher would advertise the host's address); every worker's result."""
+    env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()),
+               DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="2", DMLC_NODE_HOST="127.0.0.1",
+               DMLC_INTERFACE="lo")
+    # scheduler and server run the whole job inside "import mxnet" and exit when the workers finish
+    others = [subprocess.Popen([MXNET_PY, "-c", "import mxnet"], env=dict(env, DMLC_ROLE=role),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for role in ("scheduler", "server")]
+    workers = [subprocess.Popen([MXNET_PY, script, *argv], env=dict(env, DMLC_ROLE="worker"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    try:
+        outs = [w.communicate(timeout=timeout) for w in workers]
+        for p in others:
+            p.wait(timeout=60)
+    finally:
+        for p in others + workers:
+            if p.poll() is None:
+                p.kill()
+    if any(w.returncode for w in workers):
+        raise SystemExit("MXNet workers failed:\n" + "\n".join(e[-2000:] for _, e in outs))
+    return workers_json("".join(o for o, _ in outs))

@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
-MXNET_PY = "/work/venvs/mxnet191/bin/python"
-MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+
+from bench_common import MPIEXEC, MXNET_PY, mpi_ranks, mxnet_ps  # noqa: E402 - the script's folder is on sys.path
+
 NKEYS, NELEM = 10, 1 << 20
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -161,52 +158,15 @@ def role_scale(args) -> None:
                       "batch": batch, "bytes": layers * d * d * 4}), flush=True)
 
 
-def _workers_json(out: str) -> list:
-    # ranks share one stdout: two lines may arrive glued together, so find the objects themselves
-    return sorted((json.loads(m) for m in re.findall(r'\{"worker"[^}]*\}', out)), key=lambda r: r["worker"])
-
-
 def _mpirun(role: str, nprocs: int, args, env=None) -> list:
-    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", str(nprocs), sys.executable, HERE,
-           "--role", role, "--iters", str(args.iters), "--repeats", str(args.repeats),
-           "--scale-iters", str(args.scale_iters)]
-    environ = dict(os.environ, FI_TCP_IFACE="lo", MXREF_NUM_SERVERS="1", PYTHONPATH=ROOT, **(env or {}))
-    proc = subprocess.run(cmd, env=environ, capture_output=True, text=True, timeout=600)
-    if proc.returncode:
-        raise SystemExit(f"{role} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    return _workers_json(proc.stdout)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return mpi_ranks(HERE, nprocs, ["--role", role, "--iters", str(args.iters), "--repeats",
+                                    str(args.repeats), "--scale-iters", str(args.scale_iters)], 600, env)
 
 
 def _mxnet_run(args) -> list:
     """Scheduler, one server and two workers of MXNet 1.9.1, all on 127.0.0.1."""
-    env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()),
-               DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="2", DMLC_NODE_HOST="127.0.0.1",
-               DMLC_INTERFACE="lo")
-    # scheduler and server run the whole job inside "import mxnet" and exit when the workers finish
-    others = [subprocess.Popen([MXNET_PY, "-c", "import mxnet"], env=dict(env, DMLC_ROLE=role),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-              for role in ("scheduler", "server")]
-    workers = [subprocess.Popen([MXNET_PY, HERE, "--role", "mxnet", "--iters", str(args.iters),
-                                 "--repeats", str(args.repeats)], env=dict(env, DMLC_ROLE="worker"),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for _ in range(2)]
-    try:
-        outs = [w.communicate(timeout=600) for w in workers]
-        for p in others:
-            p.wait(timeout=60)
-    finally:
-        for p in others + workers:
-            if p.poll() is None:
-                p.kill()
-    if any(w.returncode for w in workers):
-        raise SystemExit("MXNet workers failed:\n" + "\n".join(e[-2000:] for _, e in outs))
-    return _workers_json("".join(o for o, _ in outs))
+    return mxnet_ps(HERE, ["--role", "mxnet", "--iters", str(args.iters), "--repeats", str(args.repeats)],
+                    600)
 
 
 def _bw_row(label: str, rows: list, ref=None) -> float:

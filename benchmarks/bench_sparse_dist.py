@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 
 HERE = os.path.abspath(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
-MXNET_PY = "/work/venvs/mxnet191/bin/python"
-MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+
+from bench_common import MPIEXEC, MXNET_PY, mpi_ranks, mxnet_ps  # noqa: E402 - the script's folder is on sys.path
+
 ROWS, DIM, TOUCHED = 10 ** 6, 64, 2000
 
 
@@ -119,51 +116,17 @@ def role_mxnet(args) -> None:
     print(json.dumps(_loop(mx, kv, args, False, lambda: _lo_tx() / 2)), flush=True)
 
 
-def _workers_json(out: str) -> list:
-    return sorted((json.loads(m) for m in re.findall(r'\{"worker"[^}]*\}', out)), key=lambda r: r["worker"])
-
-
 def _flags(args) -> list:
     return ["--steps", str(args.steps), "--dense-steps", str(args.dense_steps),
             "--repeats", str(args.repeats)]
 
 
 def _mxref_run(args, role: str) -> list:
-    cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", "-n", "3", sys.executable, HERE, "--role", role,
-           *_flags(args)]
-    env = dict(os.environ, FI_TCP_IFACE="lo", MXREF_NUM_SERVERS="1", PYTHONPATH=ROOT)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    if proc.returncode:
-        raise SystemExit(f"{role} failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
-    return _workers_json(proc.stdout)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return mpi_ranks(HERE, 3, ["--role", role, *_flags(args)], 900)
 
 
 def _mxnet_run(args) -> list:
-    env = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()),
-               DMLC_NUM_SERVER="1", DMLC_NUM_WORKER="2", DMLC_NODE_HOST="127.0.0.1", DMLC_INTERFACE="lo")
-    others = [subprocess.Popen([MXNET_PY, "-c", "import mxnet"], env=dict(env, DMLC_ROLE=role),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-              for role in ("scheduler", "server")]
-    workers = [subprocess.Popen([MXNET_PY, HERE, "--role", "mxnet", *_flags(args)],
-                                env=dict(env, DMLC_ROLE="worker"), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    try:
-        outs = [w.communicate(timeout=900) for w in workers]
-        for p in others:
-            p.wait(timeout=60)
-    finally:
-        for p in others + workers:
-            if p.poll() is None:
-                p.kill()
-    if any(w.returncode for w in workers):
-        raise SystemExit("MXNet workers failed:\n" + "\n".join(e[-2000:] for _, e in outs))
-    return _workers_json("".join(o for o, _ in outs))
+    return mxnet_ps(HERE, ["--role", "mxnet", *_flags(args)], 900)
 
 
 def main() -> None:
