@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from mpi_support import MPIEXEC, ROOT, loopback_env, needs_mpi, run_reporting
+from mpi_support import MPIEXEC, ROOT, loopback_env, mpiexec, needs_mpi, run_reporting
 
 SCRIPTS = ROOT / "tests" / "mpi_programs"
 
@@ -25,8 +25,7 @@ def run_job(script, workers, servers, *args, timeout=60, extra_flags=(), launche
         cmd = [sys.executable, "-m", "mxref.tools.launch", "-n", str(workers), "-s", str(servers),
                "--mpiexec", MPIEXEC, "--", *program]
     else:
-        cmd = [MPIEXEC, "-launcher", "fork", "-iface", "lo", *extra_flags, "-n", str(workers + servers),
-               *program]
+        cmd = [*mpiexec(workers + servers)[:-2], *extra_flags, "-n", str(workers + servers), *program]
     return run_reporting(cmd, timeout, environ)
 
 
