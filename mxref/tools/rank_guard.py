@@ -26,6 +26,7 @@ import sys
 from typing import List, Optional
 
 from ..kvstore.ps.failure import describe_status, notice_line, role_of, write_notice
+from .launch import _parent_death_signal
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1)
 
@@ -37,7 +38,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not argv:
         sys.stderr.write("usage: python -m mxref.tools.rank_guard -- program [args...]\n")
         return 2
-    from .launch import _parent_death_signal  # noqa: PLC0415 - launch imports this module's users
     # NOTE: close_fds=False: hydra hands each rank its PMI connection as an inherited descriptor.
     child = subprocess.Popen(argv, close_fds=False, preexec_fn=_parent_death_signal())
     for sig in FORWARDED:
