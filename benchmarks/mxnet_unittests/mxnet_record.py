@@ -12,6 +12,10 @@ _collect_errors = {}
 
 
 def _reason(report) -> str:
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if crash is not None and crash.message:
+        # The exception's own first line: "AssertionError: ...", "MXNetError: ...".
+        return crash.message.strip().splitlines()[0][:300]
     text = str(report.longrepr) if report.longrepr is not None else ""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     # The last "E   ..." line is the exception; fall back to the last line of the report.
