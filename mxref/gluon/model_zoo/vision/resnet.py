@@ -54,8 +54,9 @@ class BottleneckV1(BasicBlockV1):
 
     @staticmethod
     def _layers(channels, stride, in_channels):
-        return [nn.Conv2D(channels // 4, kernel_size=1, strides=stride), nn.BatchNorm(), nn.Activation("relu"),
-                _conv3x3(channels // 4, 1, channels // 4), nn.BatchNorm(), nn.Activation("relu"),
+        return [nn.Conv2D(channels // 4, kernel_size=1, strides=stride), nn.BatchNorm(),
+                nn.Activation("relu"), _conv3x3(channels // 4, 1, channels // 4), nn.BatchNorm(),
+                nn.Activation("relu"),
                 nn.Conv2D(channels, kernel_size=1, strides=1), nn.BatchNorm()]
 
 
