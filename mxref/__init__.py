@@ -18,6 +18,7 @@ from . import (
     engine,
     executor,
     gluon,
+    image,
     graph,
     initializer,
     io,

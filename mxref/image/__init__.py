@@ -1,0 +1,3 @@
+"""``mx.image``: decode, resize and crop images as HxWxC NDArrays (MXNet 1.x's image functions)."""
+from .image import *  # noqa: F401,F403
+from .image import __all__  # noqa: F401
