@@ -62,7 +62,8 @@ def run_file(python: str, tests_dir: str, name: str, alias: bool, mxref_root: st
         cmd += ["-k", keyword]
     start = time.time()
     try:
-        proc = subprocess.run(cmd, cwd=tests_dir, env=env, capture_output=True, text=True, timeout=file_timeout)
+        proc = subprocess.run(cmd, cwd=tests_dir, env=env, capture_output=True, text=True,
+                              timeout=file_timeout)
         status, tail = proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:]
     except subprocess.TimeoutExpired:
         status, tail = "timeout", f"the whole file ran past {file_timeout} s"
@@ -160,8 +161,8 @@ def write_docs(rows: List[Dict], note: str) -> None:
         text = f.read()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    body = (f"{BEGIN}\n{note}\n\n{table(rows)}\n\n### Every test that passes under MXNet and not under mxref\n"
-            f"{failure_list(rows)}\n{END}")
+    body = (f"{BEGIN}\n{note}\n\n{table(rows)}\n\n"
+            f"### Every test that passes under MXNet and not under mxref\n{failure_list(rows)}\n{END}")
     with open(DOC, "w") as f:
         f.write(head + body + tail)
 
@@ -211,7 +212,8 @@ def main(argv=None) -> int:
         commit = subprocess.run(["git", "-C", args.mxref_root, "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
         note = (f"Measured at commit `{commit}` with `python benchmarks/mxnet_unittests/run.py "
-                f"--tests <mxnet-1.9.1>/tests/python/unittest --write-docs` (per-test timeout {args.timeout} s).")
+                f"--tests <mxnet-1.9.1>/tests/python/unittest --write-docs` "
+                f"(per-test timeout {args.timeout} s).")
         write_docs(rows, note)
     return 0
 
