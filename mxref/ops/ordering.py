@@ -1,0 +1,242 @@
+"""Sorting operators: ``sort``, ``argsort`` and ``topk`` (with its gradient ``_backward_topk``).
+
+All three order the elements of each 1-D slice along ``axis`` (``axis=None``: the flattened
+array). The order is total and deterministic:
+
+* ascending is numpy's order, with NaN larger than every number (so NaN comes last, first when
+  descending);
+* equal values keep their index order, ascending *and* descending (a stable sort), which is what
+  MXNet's CPU sort gives on small slices (its order on ties in large slices, and with NaN, is
+  whatever ``std::sort`` leaves, so it is not a specification).
+
+``topk(x, k)`` picks the ``k`` largest (``is_ascend=False``) or smallest elements of each slice,
+in that order; ``k <= 0`` means the whole slice. ``ret_typ``: ``'value'``, ``'indices'`` (in
+``dtype``, float32 by default, as MXNet), ``'mask'`` (1 at the chosen elements, input dtype,
+input shape) or ``'both'`` (values and indices). ``sort`` has a hidden second output, the int32
+indices its gradient needs; ``argsort`` is ``topk(k=0, ret_typ='indices')``.
+
+Gradient: ``d sort`` and ``d topk`` (values) scatter the head gradient back to the positions the
+values came from: ``dx[idx[j]] = g[j]``, zero elsewhere. Indices and masks have zero gradient.
+
+Kernels: numpy only. A slice is ordered by one quicksort ``argsort`` (or ``argpartition`` for a
+small ``k``, then a sort of the ``k`` chosen); only slices that hold ties are sorted again by a
+stable sort, so the fast path never changes the result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import MXNetError
+from ..graph import make_node
+from .elemwise import zero_grads
+from .nn._util import backward_node, out_entries
+from .registry import OpDef, Param, assign, register
+
+_IDX_TYPES = ("float16", "float32", "float64", "int32", "int64", "uint8")
+_TOPK_PARAMS = {
+    "axis": Param("int_or_none", -1, doc="Axis of the slices; None: the flattened array."),
+    "k": Param("int", 1, doc="Number of elements to select; k < 1 selects the whole slice."),
+    "ret_typ": Param("str", "indices", choices=("both", "indices", "mask", "value"),
+                     doc="What to return: values, indices, a 0/1 mask, or values and indices."),
+    "is_ascend": Param("bool", False, doc="Select the k smallest (True) or largest (False)."),
+    "dtype": Param("dtype", np.dtype(np.float32), choices=[np.dtype(t) for t in _IDX_TYPES],
+                   doc="DType of the indices."),
+}
+_SORT_PARAMS = {"axis": _TOPK_PARAMS["axis"],
+                "is_ascend": Param("bool", True, doc="Sort in ascending (True) or descending order.")}
+_ARGSORT_PARAMS = dict(_SORT_PARAMS, dtype=_TOPK_PARAMS["dtype"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Ordering rows of a (batch, n) array
+# ---------------------------------------------------------------------------------------------
+
+def _stable_argsort(a: np.ndarray, ascending: bool) -> np.ndarray:
+    if ascending:
+        return np.argsort(a, axis=1, kind="stable")
+    # Descending with ties in index order: a stable ascending sort of the reversed row, reversed.
+    n = a.shape[1]
+    return (n - 1 - np.argsort(a[:, ::-1], axis=1, kind="stable"))[:, ::-1]
+
+
+def _needs_stable(sv: np.ndarray, ascending: bool) -> np.ndarray:
+    """Rows whose sorted values ``sv`` hold a tie (equal neighbours, or two NaNs at the NaN end)."""
+    tied = (sv[:, 1:] == sv[:, :-1]).any(axis=1)
+    if sv.dtype.kind == "f" and sv.shape[1] > 1:
+        tied |= np.isnan(sv[:, -2] if ascending else sv[:, 1])
+    return tied
+
+
+def argsort_rows(a: np.ndarray, ascending: bool) -> np.ndarray:
+    """Indices ordering each row of 2-D ``a`` (stable, NaN largest)."""
+    idx = np.argsort(a, axis=1)
+    if not ascending:
+        idx = idx[:, ::-1]
+    if a.shape[1] > 1:
+        tied = _needs_stable(np.take_along_axis(a, idx, axis=1), ascending)
+        if tied.any():
+            idx[tied] = _stable_argsort(a[tied], ascending)
+    return idx
+
+
+def _same(a: np.ndarray, t: np.ndarray) -> np.ndarray:
+    eq = a == t
+    return eq | (np.isnan(a) & np.isnan(t)) if a.dtype.kind == "f" else eq
+
+
+def topk_rows(a: np.ndarray, k: int, ascending: bool) -> np.ndarray:
+    """Indices of the ``k`` first elements of each row of ``a`` in the order of ``argsort_rows``."""
+    n = a.shape[1]
+    if k * 8 > n:
+        return argsort_rows(a, ascending)[:, :k]
+    part = np.argpartition(a, k - 1 if ascending else n - k, axis=1)
+    part = np.sort(part[:, :k] if ascending else part[:, n - k:], axis=1)   # index order
+    vals = np.take_along_axis(a, part, axis=1)
+    idx = np.take_along_axis(part, argsort_rows(vals, ascending), axis=1)
+    # argpartition may keep any of several equal values at the k-th place: where the row holds
+    # more copies of that value than were kept, the stable rule decides, so sort that row fully.
+    last = np.take_along_axis(a, idx[:, -1:], axis=1)
+    short = _same(a, last).sum(axis=1) != _same(np.take_along_axis(a, idx, axis=1), last).sum(axis=1)
+    if short.any():
+        idx[short] = argsort_rows(a[short], ascending)[:, :k]
+    return idx
+
+
+# ---------------------------------------------------------------------------------------------
+# The operators
+# ---------------------------------------------------------------------------------------------
+
+def _layout(op: str, p, shape):
+    """``(axis or None, n, k)`` of ``op`` on ``shape``; MXNetError for a bad axis or k."""
+    axis = p["axis"]
+    if axis is not None:
+        if not -len(shape) <= axis < len(shape):
+            raise MXNetError(f"{op}: axis {axis} out of range for data of shape {tuple(shape)}")
+        axis %= len(shape)
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    k = n if p.get("k", 0) <= 0 else p["k"]
+    if k > n:
+        raise MXNetError(f"{op}: k={k} is larger than the {n} elements along axis {p['axis']} "
+                         f"of data of shape {tuple(shape)}")
+    return axis, n, k
+
+
+def _out_shape(op: str, p, shape, mask=False):
+    axis, n, k = _layout(op, p, shape)
+    if mask:
+        return tuple(shape)
+    return (k,) if axis is None else tuple(shape[:axis]) + (k,) + tuple(shape[axis + 1:])
+
+
+def _rows(x: np.ndarray, axis):
+    """``x`` as (batch, n) rows along ``axis``, and the function that puts rows back."""
+    if axis is None:
+        return x.reshape(1, -1), lambda r: r.reshape(-1)
+    moved = np.moveaxis(x, axis, -1)
+    lead = moved.shape[:-1]
+    return moved.reshape(-1, x.shape[axis]), lambda r: np.moveaxis(r.reshape(lead + r.shape[-1:]), -1, axis)
+
+
+def _check_index_dtype(op: str, dtype, n: int):
+    limit = {"uint8": 255, "float16": 2048}.get(np.dtype(dtype).name)
+    if limit is not None and n - 1 > limit:
+        raise MXNetError(f"{op}: dtype {np.dtype(dtype).name} cannot represent the indices of "
+                         f"{n} elements")
+
+
+def _topk_kernel(op: str, ret_typ: str = None):
+    def kernel(octx, p, inputs, outputs, req):
+        x = inputs[0]
+        axis, n, k = _layout(op, p, x.shape)
+        ret = ret_typ or p["ret_typ"]
+        if x.size == 0:
+            return
+        rows, back = _rows(x, axis)
+        idx = topk_rows(rows, k, p["is_ascend"])
+        if ret == "mask":
+            mask = np.zeros(rows.shape, x.dtype)
+            np.put_along_axis(mask, idx, 1, axis=1)
+            assign(outputs[0], req[0], back(mask).reshape(x.shape))
+            return
+        if ret in ("value", "both"):
+            assign(outputs[0], req[0], back(np.take_along_axis(rows, idx, axis=1)))
+        io = 0 if ret == "indices" else 1
+        _check_index_dtype(op, outputs[io].dtype, n)
+        assign(outputs[io], req[io], back(idx))
+    return kernel
+
+
+def _n_outputs(p) -> int:
+    return 2 if p["ret_typ"] in ("value", "both") else 1
+
+
+def _topk_shape(p, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return list(in_shapes), [None] * _n_outputs(p)
+    out = _out_shape("topk", p, s, p["ret_typ"] == "mask")
+    return list(in_shapes), [out] * _n_outputs(p)
+
+
+def _topk_type(p, in_types):
+    t = in_types[0]
+    if p["ret_typ"] == "indices":
+        return list(in_types), [p["dtype"]]
+    if p["ret_typ"] == "mask":
+        return list(in_types), [t]
+    return list(in_types), [t, p["dtype"] if p["ret_typ"] == "both" else np.dtype(np.int32)]
+
+
+def _scatter_gradient(node, ograds, params=None):
+    """``_backward_topk(ograd, indices, data)``: ``data`` is read for its shape only."""
+    inputs = [ograds[0], out_entries(node, 2)[1], node.inputs[0]]
+    if params is None:
+        n = backward_node(node, "_backward_topk", inputs)
+    else:     # sort: topk's parameters for the same order
+        n = make_node("_backward_topk", inputs, node.name + "_backward", params=_TOPK.parse_params(params))
+        n.control_deps.append(node)
+    return [out_entries(n, 1)[0]]
+
+
+def _topk_gradient(node, ograds):
+    if node.params["ret_typ"] in ("value", "both"):
+        return _scatter_gradient(node, ograds)
+    return zero_grads(node)
+
+
+def _backward_topk(octx, p, inputs, outputs, req):
+    g, idx, x = inputs
+    axis, n, k = _layout("_backward_topk", p, x.shape)
+    grad = np.zeros(x.shape, g.dtype)
+    grows, back = _rows(grad, axis)
+    np.put_along_axis(grows, _rows(idx.astype(np.int64), axis)[0], _rows(g, axis)[0], axis=1)
+    assign(outputs[0], req[0], back(grows).reshape(x.shape))
+
+
+_TOPK = register(OpDef(
+    "topk", _topk_kernel("topk"), params=_TOPK_PARAMS, outputs=lambda p: ["output0", "output1"][:_n_outputs(p)],
+    num_visible_outputs=lambda p: 2 if p["ret_typ"] == "both" else 1, infer_shape=_topk_shape,
+    infer_type=_topk_type, gradient=_topk_gradient, aliases=("_npx_topk",),
+    doc=__doc__ + "\n\nExample: ``topk([[.3, .2, .4], [.1, .3, .2]], k=2, ret_typ='value')`` is "
+                  "``[[.4, .3], [.3, .2]]``."))
+register(OpDef("_backward_topk", _backward_topk, arguments=("ograd", "indices", "data"), params=_TOPK_PARAMS,
+               infer_shape=lambda p, s: (list(s), [s[2]]), infer_type=lambda p, t: (list(t), [t[0]]),
+               ignore_inputs=(2,)))
+
+
+def _sort_gradient(node, ograds):
+    params = {"axis": node.params["axis"], "k": 0, "ret_typ": "value", "is_ascend": node.params["is_ascend"]}
+    return _scatter_gradient(node, ograds, params)
+
+
+register(OpDef("sort", _topk_kernel("sort", "value"), params=_SORT_PARAMS, outputs=("output", "indices"),
+               num_visible_outputs=1, aliases=("_npi_sort",),
+               infer_shape=lambda p, s: (list(s), [None if s[0] is None else _out_shape("sort", p, s[0])] * 2),
+               infer_type=lambda p, t: (list(t), [t[0], np.dtype(np.int32)]), gradient=_sort_gradient,
+               doc="sort(data, axis=-1, is_ascend=True): a sorted copy along ``axis`` (see topk for the "
+                   "order of NaN and ties); ``sort(x, axis=None)`` sorts the flattened array."))
+register(OpDef("argsort", _topk_kernel("argsort", "indices"), params=_ARGSORT_PARAMS, aliases=("_npi_argsort",),
+               infer_shape=lambda p, s: (list(s), [None if s[0] is None else _out_shape("argsort", p, s[0])]),
+               infer_type=lambda p, t: (list(t), [p["dtype"]]), gradient=zero_grads,
+               doc="argsort(data, axis=-1, is_ascend=True, dtype='float32'): the indices that sort "
+                   "``data`` along ``axis`` (stable; NaN sorts last)."))
