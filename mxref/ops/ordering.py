@@ -128,6 +128,10 @@ def _out_shape(op: str, p, shape, mask=False):
     return (k,) if axis is None else tuple(shape[:axis]) + (k,) + tuple(shape[axis + 1:])
 
 
+def _maybe_shape(op: str, p, shape):
+    return None if shape is None else _out_shape(op, p, shape)
+
+
 def _rows(x: np.ndarray, axis):
     """``x`` as (batch, n) rows along ``axis``, and the function that puts rows back."""
     if axis is None:
@@ -214,7 +218,8 @@ def _backward_topk(octx, p, inputs, outputs, req):
 
 
 _TOPK = register(OpDef(
-    "topk", _topk_kernel("topk"), params=_TOPK_PARAMS, outputs=lambda p: ["output0", "output1"][:_n_outputs(p)],
+    "topk", _topk_kernel("topk"), params=_TOPK_PARAMS,
+    outputs=lambda p: ["output0", "output1"][:_n_outputs(p)],
     num_visible_outputs=lambda p: 2 if p["ret_typ"] == "both" else 1, infer_shape=_topk_shape,
     infer_type=_topk_type, gradient=_topk_gradient, aliases=("_npx_topk",),
     doc=__doc__ + "\n\nExample: ``topk([[.3, .2, .4], [.1, .3, .2]], k=2, ret_typ='value')`` is "
@@ -231,12 +236,13 @@ def _sort_gradient(node, ograds):
 
 register(OpDef("sort", _topk_kernel("sort", "value"), params=_SORT_PARAMS, outputs=("output", "indices"),
                num_visible_outputs=1, aliases=("_npi_sort",),
-               infer_shape=lambda p, s: (list(s), [None if s[0] is None else _out_shape("sort", p, s[0])] * 2),
+               infer_shape=lambda p, s: (list(s), [_maybe_shape("sort", p, s[0])] * 2),
                infer_type=lambda p, t: (list(t), [t[0], np.dtype(np.int32)]), gradient=_sort_gradient,
                doc="sort(data, axis=-1, is_ascend=True): a sorted copy along ``axis`` (see topk for the "
                    "order of NaN and ties); ``sort(x, axis=None)`` sorts the flattened array."))
-register(OpDef("argsort", _topk_kernel("argsort", "indices"), params=_ARGSORT_PARAMS, aliases=("_npi_argsort",),
-               infer_shape=lambda p, s: (list(s), [None if s[0] is None else _out_shape("argsort", p, s[0])]),
+register(OpDef("argsort", _topk_kernel("argsort", "indices"), params=_ARGSORT_PARAMS,
+               aliases=("_npi_argsort",),
+               infer_shape=lambda p, s: (list(s), [_maybe_shape("argsort", p, s[0])]),
                infer_type=lambda p, t: (list(t), [p["dtype"]]), gradient=zero_grads,
                doc="argsort(data, axis=-1, is_ascend=True, dtype='float32'): the indices that sort "
                    "``data`` along ``axis`` (stable; NaN sorts last)."))
