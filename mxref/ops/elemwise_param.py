@@ -10,7 +10,8 @@ Math and gradients::
     div_sqrt_dim(x) = x / sqrt(x.shape[-1])                       d/dx = 1 / sqrt(x.shape[-1])
     moments(x, axes) = (mean, var), var = mean((x - mean)^2)      dx = gm/N + gv 2 (x - mean)/N
 
-Outputs keep the input dtype (integers truncate, as MXNet's kernels cast back). Kernels: numpy.
+Outputs keep the input dtype (integers truncate, as MXNet's kernels cast back; ``div_sqrt_dim``
+of integers divides by the truncated root, as MXNet does). Kernels: numpy.
 """
 from __future__ import annotations
 
@@ -83,7 +84,10 @@ _elementwise("_contrib_quadratic", lambda x, p: p["a"] * x * x + p["b"] * x + p[
 
 def _div_sqrt_dim(octx, p, inputs, outputs, req):
     x = inputs[0]
-    scaled = x / math.sqrt(x.shape[-1]) if x.ndim else x
+    root = math.sqrt(x.shape[-1]) if x.ndim else 1.0
+    if x.dtype.kind in "iub":
+        root = float(int(root))     # MXNet takes the root in the data's type: sqrt(3) -> 1 for ints
+    scaled = x / root
     if req[0] == "add":
         outputs[0] += scaled.astype(outputs[0].dtype)
     elif req[0] != "null":
