@@ -15,7 +15,8 @@ def test_gather_nd_docs_negative_and_out_of_range():
     """Docs examples; negative indices count from the end; others out of range are errors."""
     np.testing.assert_array_equal(run_op("gather_nd", D, IDX)[0], [2, 3, 0])
     cube = np.arange(1, 9, dtype=np.float32).reshape(2, 2, 2)
-    np.testing.assert_array_equal(run_op("gather_nd", cube, np.array([[0, 1], [1, 0.0]]))[0], [[3, 4], [5, 6]])
+    np.testing.assert_array_equal(run_op("gather_nd", cube, np.array([[0, 1], [1, 0.0]]))[0],
+                                  [[3, 4], [5, 6]])
     np.testing.assert_array_equal(run_op("gather_nd", D, np.array([[-1, 1], [0, -2.0]]))[0], [2, 2])
     with pytest.raises(MXNetError, match="gather_nd: index 5 is out of bounds for axis 0"):
         run_op("gather_nd", D, np.array([[5, 1], [0, 3.0]]))
@@ -30,7 +31,8 @@ def test_gather_nd_gradient_adds_up_duplicates():
     np.testing.assert_array_equal(g, [[2, 2], [0, 0], [1, 1]])
     assert not gi.any()
     check_numeric_grad("gather_nd", x, np.array([[2, 0], [1, 1.0]]), wrt=[0])
-    (b,) = run_op("_backward_gather_nd", np.array([1.0, 2, 3]), np.array([[1, 1, 0], [0, 0, 1]]), shape=(2, 2))
+    idx = np.array([[1, 1, 0], [0, 0, 1]])
+    (b,) = run_op("_backward_gather_nd", np.array([1.0, 2, 3]), idx, shape=(2, 2))
     np.testing.assert_array_equal(b, [[0, 3], [3, 0]])     # (1, 0) twice: 1 + 2
 
 
@@ -52,7 +54,8 @@ def test_scatter_set_nd_in_place_and_gradient():
     lhs = mx.nd.ones((2, 2))
     mx.nd._internal._scatter_set_nd(lhs, mx.nd.array([2, 3, 0]), mx.nd.array(IDX), shape=(2, 2), out=lhs)
     np.testing.assert_array_equal(lhs.asnumpy(), [[0, 1], [2, 3]])
-    check_numeric_grad("_scatter_set_nd", np.ones((2, 2)), np.array([2, 3, 5.0]), IDX, shape=(2, 2), wrt=[0, 1])
+    check_numeric_grad("_scatter_set_nd", np.ones((2, 2)), np.array([2, 3, 5.0]), IDX, shape=(2, 2),
+                       wrt=[0, 1])
 
 
 def test_gather_nd_symbol_shape():

@@ -44,7 +44,8 @@ def test_ties_keep_index_order_both_ways():
     np.testing.assert_array_equal(i, [1, 2, 3])
     v, i = run_op("topk", x, k=3, ret_typ="both", is_ascend=True)
     np.testing.assert_array_equal(i, [0, 4, 1])
-    np.testing.assert_array_equal(run_op("argsort", np.array([3, 1, 2, 1.0]), is_ascend=False)[0], [0, 2, 1, 3])
+    np.testing.assert_array_equal(run_op("argsort", np.array([3, 1, 2, 1.0]), is_ascend=False)[0],
+                                  [0, 2, 1, 3])
 
 
 @pytest.mark.parametrize("ascending", [True, False])
@@ -71,7 +72,8 @@ def test_nan_sorts_as_the_largest_value():
 def test_k_mask_axis_none_and_dtypes():
     """k<=0 selects all; mask has the input shape and dtype; axis=None flattens; dtype of indices."""
     x = np.array([[1, 2], [3, 4]], np.float32)
-    np.testing.assert_array_equal(run_op("topk", np.array([1, 2, 2, 2, 1.0]), k=0, ret_typ="mask")[0], np.ones(5))
+    np.testing.assert_array_equal(run_op("topk", np.array([1, 2, 2, 2, 1.0]), k=0, ret_typ="mask")[0],
+                                  np.ones(5))
     (m,) = run_op("topk", x, k=1, ret_typ="mask", axis=None)
     assert m.dtype == np.float32
     np.testing.assert_array_equal(m, [[0, 0], [0, 1]])
@@ -82,7 +84,8 @@ def test_k_mask_axis_none_and_dtypes():
     assert v.dtype == np.int32 and hidden.dtype == np.int32
     (a,) = run_op("argsort", np.array([5, 2, 7], np.int32), dtype="int64")
     assert a.dtype == np.int64
-    np.testing.assert_array_equal(run_op("sort", np.array([5, 2, 7], np.uint8), is_ascend=False)[0], [7, 5, 2])
+    np.testing.assert_array_equal(run_op("sort", np.array([5, 2, 7], np.uint8), is_ascend=False)[0],
+                                  [7, 5, 2])
     i = run_op("topk", np.random.default_rng(0).standard_normal((2, 3, 4)), axis=-2, k=2)[0]
     assert i.shape == (2, 2, 4)
 

@@ -76,7 +76,8 @@ def test_hard_sigmoid_and_smooth_l1_match_mxnet():
 def test_quadratic_and_div_sqrt_dim():
     """a x^2 + b x + c and x / sqrt(last dim) (integers truncate), with gradients."""
     m = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
-    np.testing.assert_array_equal(run_op("_contrib_quadratic", m, a=1, b=2, c=3)[0], [[6, 11, 18], [27, 38, 51]])
+    np.testing.assert_array_equal(run_op("_contrib_quadratic", m, a=1, b=2, c=3)[0],
+                                  [[6, 11, 18], [27, 38, 51]])
     np.testing.assert_allclose(run_op("_contrib_div_sqrt_dim", m)[0], m / np.sqrt(3))
     np.testing.assert_array_equal(run_op("_contrib_div_sqrt_dim", m.astype(np.int32))[0], m)
     check_numeric_grad("_contrib_quadratic", m.astype(np.float64), a=0.5, b=-2, c=1)
@@ -87,8 +88,10 @@ def test_quadratic_and_div_sqrt_dim():
 def test_softmin_is_softmax_of_minus_x():
     """softmin(x) = softmax(-x), with temperature and dtype; MXNet 1.9.1's numbers."""
     m = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
-    np.testing.assert_allclose(run_op("softmin", m, axis=0)[0], [[0.95257413] * 3, [0.04742587] * 3], rtol=1e-6)
-    np.testing.assert_allclose(run_op("softmin", m, temperature=2.0)[0][0], [0.5064804, 0.3071959, 0.18632373],
+    np.testing.assert_allclose(run_op("softmin", m, axis=0)[0], [[0.95257413] * 3, [0.04742587] * 3],
+                               rtol=1e-6)
+    np.testing.assert_allclose(run_op("softmin", m, temperature=2.0)[0][0],
+                               [0.5064804, 0.3071959, 0.18632373],
                                rtol=1e-6)
     assert run_op("softmin", m, dtype="float64")[0].dtype == np.float64
     check_numeric_grad("softmin", m.astype(np.float64), axis=1, temperature=1.5)
@@ -108,4 +111,5 @@ def test_moments_values_shapes_and_gradient():
     with pytest.raises(MXNetError, match="moments: empty axes"):
         run_op("moments", m)
     check_numeric_grad("moments", np.random.default_rng(0).standard_normal((3, 4)), axes=(0, 1))
-    check_numeric_grad("moments", np.random.default_rng(1).standard_normal((2, 3, 4)), axes=(1,), keepdims=True)
+    check_numeric_grad("moments", np.random.default_rng(1).standard_normal((2, 3, 4)), axes=(1,),
+                       keepdims=True)
