@@ -9,7 +9,8 @@
 
 so ``gather_nd`` gives shape ``(Y..., X_M, ..., X_{N-1})`` and ``scatter_nd`` takes it. Indices
 truncate to integers; negative ones count from the end as in numpy (MXNet's gather does so too);
-indices outside ``[-X_i, X_i)`` are an error raised by the kernel (MXNet's scatter writes out of
+indices outside ``[-X_i, X_i)`` are an error raised by the kernel, an ``MXNetIndexError`` (both
+``MXNetError`` and ``IndexError``, as MXNet's gather raises; MXNet's scatter writes out of
 bounds). Duplicate indices in a scatter: the last write wins (MXNet: undefined).
 
 Gradients: ``gather_nd``'s is ``_backward_gather_nd(g, indices, shape)``, a scatter that *adds* up
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import MXNetError
+from ..base import MXNetError, MXNetIndexError
 from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
 from .registry import OpDef, Param, assign, register
@@ -36,7 +37,7 @@ def _index_tuple(op: str, indices: np.ndarray, shape) -> tuple:
         col = idx[i]
         if col.size and (col.min() < -n or col.max() >= n):
             bad = col[(col < -n) | (col >= n)].flat[0]
-            raise MXNetError(f"{op}: index {bad} is out of bounds for axis {i} with size {n}")
+            raise MXNetIndexError(f"{op}: index {bad} is out of bounds for axis {i} with size {n}")
         out.append(np.where(col < 0, col + n, col))
     return tuple(out)
 
