@@ -18,9 +18,11 @@ indices its gradient needs; ``argsort`` is ``topk(k=0, ret_typ='indices')``.
 Gradient: ``d sort`` and ``d topk`` (values) scatter the head gradient back to the positions the
 values came from: ``dx[idx[j]] = g[j]``, zero elsewhere. Indices and masks have zero gradient.
 
-Kernels: numpy only. A slice is ordered by one quicksort ``argsort`` (or ``argpartition`` for a
-small ``k``, then a sort of the ``k`` chosen); only slices that hold ties are sorted again by a
-stable sort, so the fast path never changes the result.
+Kernels: numpy only, each path exact (the tests compare them with a plain stable sort). Dtypes of
+32 bits or less sort one uint64 ``order-preserving key << 32 | index`` per element (stable by
+construction); 64-bit dtypes take a quicksort ``argsort`` and re-sort only slices that hold ties.
+A small ``k`` takes ``argpartition`` then a sort of the ``k`` chosen, or, on a long slice, the
+elements past a threshold read off a strided sample.
 """
 from __future__ import annotations
 
@@ -67,8 +69,41 @@ def _needs_stable(sv: np.ndarray, ascending: bool) -> np.ndarray:
     return tied
 
 
+def _key32(a: np.ndarray) -> np.ndarray:
+    """uint32 keys whose unsigned order is the order of ``a`` (NaN largest, -0.0 == 0.0)."""
+    if a.dtype.kind == "f":
+        a = a.astype(np.float32) + np.float32(0)      # float16 exactly; -0.0 + 0 is +0.0
+        nan = np.isnan(a)
+        if nan.any():
+            a[nan] = np.nan                              # one NaN: a negative one sorts low
+        u = a.view(np.uint32)
+        flip = u >> np.uint32(31)
+        np.negative(flip, out=flip)                      # all ones for negatives: flip every bit
+        flip |= np.uint32(0x80000000)                    # else only the sign bit
+        return np.bitwise_xor(u, flip, out=flip)
+    if a.dtype.kind == "i":
+        return a.astype(np.int32).view(np.uint32) ^ np.uint32(0x80000000)
+    return a.astype(np.uint32)
+
+
+def _keyed_argsort(a: np.ndarray, ascending: bool) -> np.ndarray:
+    """Stable argsort of rows of a dtype of 32 bits or less: one sort of uint64 ``key << 32 | index``
+    (faster than numpy's stable sort, and exact: equal keys are ordered by index)."""
+    key = _key32(a)
+    if not ascending:
+        np.invert(key, out=key)
+    full = key.astype(np.uint64)
+    full <<= np.uint64(32)
+    full |= np.arange(a.shape[1], dtype=np.uint64)
+    full.sort(axis=1)
+    full &= np.uint64(0xFFFFFFFF)
+    return full.astype(np.int64)
+
+
 def argsort_rows(a: np.ndarray, ascending: bool) -> np.ndarray:
     """Indices ordering each row of 2-D ``a`` (stable, NaN largest)."""
+    if a.dtype.itemsize <= 4 and a.dtype.kind in "fiub" and a.shape[1] < 2 ** 32:
+        return _keyed_argsort(a, ascending)
     idx = np.argsort(a, axis=1)
     if not ascending:
         idx = idx[:, ::-1]
@@ -77,6 +112,23 @@ def argsort_rows(a: np.ndarray, ascending: bool) -> np.ndarray:
         if tied.any():
             idx[tied] = _stable_argsort(a[tied], ascending)
     return idx
+
+
+def _sampled_topk(row: np.ndarray, k: int, ascending: bool):
+    """Top-k of one long row from the elements past a threshold read off a strided sample, or
+    ``None`` when fewer than ``k`` pass it (then the caller partitions the whole row)."""
+    if row.dtype.kind == "f" and np.isnan(row).any():
+        return None                               # NaN fails every comparison: leave it to sorting
+    stride = max(1, row.size // 4096)
+    sample = row[::stride]
+    j = min(sample.size, -(-k // stride) + 1)     # about j * stride elements pass: more than k
+    t = np.partition(sample, j - 1)[j - 1] if ascending else np.partition(sample, sample.size - j)[-j]
+    cand = np.flatnonzero(row <= t if ascending else row >= t)
+    if cand.size < k:
+        return None
+    # Every element of the top k passes the threshold (at least k do), and so do all elements
+    # equal to the k-th: a stable order of the candidates (in index order) decides exactly.
+    return cand[argsort_rows(row[cand][None, :], ascending)[0, :k]]
 
 
 def _same(a: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -89,6 +141,10 @@ def topk_rows(a: np.ndarray, k: int, ascending: bool) -> np.ndarray:
     n = a.shape[1]
     if k * 8 > n:
         return argsort_rows(a, ascending)[:, :k]
+    if n >= 2 ** 16 and k * 64 <= n and a.shape[0] <= 8:
+        picked = [_sampled_topk(row, k, ascending) for row in a]
+        if all(p is not None for p in picked):
+            return np.stack(picked)
     part = np.argpartition(a, k - 1 if ascending else n - k, axis=1)
     part = np.sort(part[:, :k] if ascending else part[:, n - k:], axis=1)   # index order
     vals = np.take_along_axis(a, part, axis=1)

@@ -60,6 +60,37 @@ def test_fast_paths_equal_the_stable_specification(ascending, k):
         np.testing.assert_array_equal(topk_rows(a, k, ascending), want[:, :k])
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int32", "int64", "uint8",
+                                   "uint32"])
+def test_every_dtype_keeps_the_stable_order(dtype):
+    """The uint64-key sort (32-bit dtypes and less) and the quicksort + repair (64-bit) agree
+    with a stable sort, with many ties, both directions."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 50, (4, 300)).astype(dtype)
+    for ascending in (True, False):
+        np.testing.assert_array_equal(argsort_rows(a, ascending), _stable(a, ascending))
+
+
+def test_signed_zero_and_negative_nan_order_like_numpy():
+    """-0.0 equals 0.0 (index order decides); a NaN with its sign bit set is still the largest."""
+    a = np.array([[0.0, -0.0, -np.nan, 1.0, -1.0, np.nan]], np.float32)
+    np.testing.assert_array_equal(argsort_rows(a, True), [[4, 0, 1, 3, 2, 5]])
+    np.testing.assert_array_equal(argsort_rows(a, False), [[2, 5, 3, 0, 1, 4]])
+
+
+@pytest.mark.parametrize("ascending", [True, False])
+def test_long_rows_take_the_sampled_threshold_exactly(ascending):
+    """k small on a long row: the sampled threshold path; ties, sorted data and NaN rows too."""
+    rng = np.random.default_rng(7)
+    rows = [rng.standard_normal(70000).astype(np.float32), np.arange(70000.0),
+            rng.integers(0, 3, 70000).astype(np.float32)]
+    with_nan = rng.standard_normal(70000)
+    with_nan[[5, 60000]] = np.nan
+    for row in rows + [with_nan]:
+        want = _stable(row[None, :], ascending)[:, :10]
+        np.testing.assert_array_equal(topk_rows(row[None, :], 10, ascending), want)
+
+
 def test_nan_sorts_as_the_largest_value():
     """NaN comes last ascending and first descending; several NaNs keep their index order."""
     x = np.array([np.nan, 0, 5, np.nan, -1], np.float32)
