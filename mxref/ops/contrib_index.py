@@ -11,7 +11,8 @@ Math::
 
 ``boolean_mask`` has a data-dependent output shape: the ``mx.nd`` front end reads the mask first
 (a wait, as in MXNet) and passes the row count as the hidden ``size`` parameter; a symbol's
-output shape stays unknown until then. Only ``axis=0`` is supported (MXNet too).
+output shape stays unknown, so the op is marked ``dynamic_shape`` and a hybridized block holding
+it runs op by op. Only ``axis=0`` is supported (MXNet too).
 
 Gradients: ``boolean_mask`` scatters the head gradient back to the kept rows;
 ``index_copy`` gives ``old`` the head gradient with the copied rows zeroed and ``new`` the head
@@ -63,11 +64,12 @@ def _mask_backward(octx, p, inputs, outputs, req):
     assign(outputs[1], req[1], 0)
 
 
-register(OpDef("_contrib_boolean_mask", _mask, arguments=("data", "index"), params=_MASK_PARAMS,
+_MASK = register(OpDef("_contrib_boolean_mask", _mask, arguments=("data", "index"), params=_MASK_PARAMS,
                infer_shape=_mask_shape, infer_type=lambda p, t: (list(t), [t[0]]),
                gradient=lambda node, og: out_entries(backward_node(
                    node, "_backward_contrib_boolean_mask", [og[0], *node.inputs]), 2),
                doc="boolean_mask(data, index, axis=0): the rows of ``data`` where ``index`` is non-zero."))
+_MASK.dynamic_shape = True
 register(OpDef("_backward_contrib_boolean_mask", _mask_backward, arguments=("ograd", "data", "index"),
                params=_MASK_PARAMS, outputs=("data_grad", "index_grad"), ignore_inputs=(1,),
                infer_shape=lambda p, s: (list(s), [s[1], s[2]]),

@@ -72,6 +72,8 @@ def _block_shape(to_space: bool):
             raise MXNetError(f"{op}: data must be 4-D (N, C, H, W), got shape {tuple(s)}")
         if b <= 0:
             raise MXNetError(f"{op}: block_size must be positive, got {b}")
+        if 0 in s:      # as MXNet, which reads 0 as an unknown dimension here
+            raise MXNetError(f"{op}: data of shape {tuple(s)} has a zero dimension")
         n, c, h, w = s
         if to_space:
             if c % (b * b):

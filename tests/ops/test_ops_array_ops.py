@@ -88,6 +88,10 @@ def test_depth_space_round_trip_and_gradients():
         run_op("depth_to_space", x, block_size=3)
     with pytest.raises(MXNetError, match="must be multiples of block_size"):
         run_op("space_to_depth", x, block_size=2)
+    with pytest.raises(MXNetError, match="zero dimension"):
+        run_op("depth_to_space", np.zeros((1, 4, 0, 3)), block_size=2)
+    with pytest.raises(MXNetError, match="block_size must be positive"):
+        run_op("space_to_depth", x, block_size=0)
     with pytest.raises(MXNetError, match="must be 4-D"):
         run_op("depth_to_space", x[0], block_size=2)
     check_numeric_grad("depth_to_space", x, block_size=2)

@@ -92,3 +92,22 @@ def test_allclose():
     assert close([np.nan, 1], [np.nan, 1], equal_nan=False) == 0
     with pytest.raises(MXNetError, match="allclose: a of shape"):
         run_op("_contrib_allclose", np.ones(2), np.ones(3))
+
+
+def test_boolean_mask_in_a_hybridized_block_runs_op_by_op():
+    """A graph holding boolean_mask (data-dependent shape) runs op by op when hybridized, with
+    gradients, as MXNet's dynamic-shape CachedOp does."""
+    class Masked(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, data, index):
+            return F.contrib.boolean_mask(data, index) * 2
+
+    block = Masked()
+    block.hybridize()
+    data = mx.nd.array(D)
+    data.attach_grad()
+    with mx.autograd.record():
+        out = block(data, mx.nd.array([0, 1, 1]))
+    out.backward()
+    np.testing.assert_array_equal(out.asnumpy(), D[1:] * 2)
+    np.testing.assert_array_equal(data.grad.asnumpy(), [[0, 0, 0], [2, 2, 2], [2, 2, 2]])
+    assert block(data, mx.nd.array([1, 0, 0])).shape == (1, 3)
