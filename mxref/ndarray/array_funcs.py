@@ -113,3 +113,11 @@ def boolean_mask(data: NDArray, index: NDArray, axis: int = 0, out: Optional[NDA
 
 
 boolean_mask.__doc__ += "\n" + _MASK.doc
+
+
+def _split_v2_method(self, *args, **kwargs):
+    """Same as ``mx.nd.split_v2(self, *args, **kwargs)``."""
+    return split_v2(self, *args, **kwargs)
+
+
+NDArray.split_v2 = _split_v2_method      # MXNet's fluent method

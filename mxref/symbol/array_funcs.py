@@ -42,3 +42,11 @@ def split_v2(ary: Symbol, indices_or_sections, axis: int = 0, squeeze_axis: bool
         return wrapper("_split_v2")(ary, indices=(0,) + tuple(indices_or_sections), axis=axis,
                                     squeeze_axis=squeeze_axis)
     raise ValueError("indices_or_sections must either int or tuple of ints")
+
+
+def _split_v2_method(self, *args, **kwargs):
+    """Same as ``mx.sym.split_v2(self, *args, **kwargs)``."""
+    return split_v2(self, *args, **kwargs)
+
+
+Symbol.split_v2 = _split_v2_method       # MXNet's fluent method

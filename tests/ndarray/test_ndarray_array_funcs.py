@@ -62,3 +62,13 @@ def test_split_v2_forms_and_autograd():
         loss = (a * 2).sum() + (b * 3).sum()
     loss.backward()
     np.testing.assert_array_equal(s.grad.asnumpy()[:, 0, 0], [2, 3, 3])
+
+
+def test_fluent_methods():
+    """x.split_v2 / x.depth_to_space / x.space_to_depth on NDArrays, and sym.split_v2."""
+    x = mx.nd.array(np.arange(16).reshape(1, 4, 2, 2))
+    assert x.depth_to_space(2).shape == (1, 1, 4, 4)
+    assert x.depth_to_space(2).space_to_depth(2).shape == (1, 4, 2, 2)
+    assert [p.shape for p in x.split_v2(2, axis=1)] == [(1, 2, 2, 2)] * 2
+    s = mx.sym.var("x").split_v2((1,), axis=1)
+    assert s.infer_shape(x=(1, 4, 2, 2))[1] == [(1, 1, 2, 2), (1, 3, 2, 2)]
