@@ -14,35 +14,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from bench_common import import_system, interleaved_runs, median_ms
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MXNET_PYTHONS = ("/work/venvs/mxnet191/bin/python", "/work/ref/mxvenv/bin/python")
 CASES = (("topk k=10", "topk", {"k": 10}), ("topk k=10 value", "topk", {"k": 10, "ret_typ": "value"}),
          ("sort", "sort", {}), ("argsort", "argsort", {}))
 
 
-def _median_ms(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
-
-
 def worker(system: str, path: str, repeats: int) -> None:
-    if system == "mxnet":
-        import mxnet as mx
-    else:
-        sys.path.insert(0, ROOT)
-        import mxref as mx
+    mx = import_system(system)
     z = np.load(path)
     res = {}
     for shape_name in ("matrix", "vector"):
@@ -50,7 +34,7 @@ def worker(system: str, path: str, repeats: int) -> None:
         for label, op, kw in CASES:
             def call(fn=getattr(mx.nd, op), x=x, kw=kw):
                 fn(x, **kw).wait_to_read()
-            res[f"{shape_name} {label}"] = _median_ms(call, repeats)
+            res[f"{shape_name} {label}"] = median_ms(call, repeats)
     print(json.dumps(res))
 
 
@@ -73,17 +57,9 @@ def main() -> None:
         rng = np.random.default_rng(0)
         np.savez(path, matrix=rng.standard_normal((1000, 1000)).astype(np.float32),
                  vector=rng.standard_normal(10 ** 6).astype(np.float32))
-        runs = {}
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
-        for _ in range(args.rounds):
-            for name, python in systems:
-                cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path,
-                       "--repeats", str(args.repeats)]
-                out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-                if out.returncode != 0:
-                    print(f"{name}: failed\n{out.stderr[-1500:]}")
-                    continue
-                runs.setdefault(name, []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+        runs = interleaved_runs(__file__, systems, ["--data", path, "--repeats", str(args.repeats)],
+                                args.rounds, env)
     med = {name: {k: float(np.median([r[k] for r in rs])) for k in rs[0]} for name, rs in runs.items()}
     print(f"float32, median ms of {args.repeats} calls, median of {args.rounds} interleaved rounds "
           f"(matrix: 1000 x 1000 along the last axis; vector: 10^6)")
