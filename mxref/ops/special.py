@@ -20,8 +20,8 @@ How, in a few array passes each (``np.frompyfunc(math.erf)`` would be one Python
 * ``erfinv``: Winitzki's closed-form guess (relative error ~2e-3), then three Halley steps on
   ``erf(x) = y`` (``erfc(x) = 1 - |y|`` for ``|y| >= 0.5``, where ``1 - |y|`` is exact).
 * ``gamma``/``gammaln``: Lanczos' approximation (g = 7, 9 terms, ~1e-15), with the reflection
-  ``gamma(x) gamma(1-x) = pi / sin(pi x)`` below 1/2; ``psi`` by recurrence up to ``x >= 6`` and
-  its asymptotic series. No second derivatives (MXNet has none for these).
+  ``gamma(x) gamma(1-x) = pi / sin(pi x)`` below 1/2, and exact factorials at 1 .. 171; ``psi``
+  by recurrence up to ``x >= 6`` and its asymptotic series. No second derivatives (MXNet has none for these).
 """
 from __future__ import annotations
 
@@ -105,6 +105,17 @@ _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.323
             -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
             1.5056327351493116e-7)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# Exact at the positive integers (where the approximation is 1 ulp off, and an integer dtype would
+# truncate gamma(1) = 0.99999... to 0): (n - 1)! and its log, for n = 1 .. 171.
+_FACTORIAL = np.array([float(math.factorial(n)) for n in range(171)])
+_LOG_FACTORIAL = np.array([math.lgamma(n + 1) for n in range(171)])
+
+
+def _at_integers(x: np.ndarray, values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    hit = (x >= 1) & (x <= table.size) & (x == np.floor(x))
+    if hit.any():
+        values[hit] = table[x[hit].astype(np.int64) - 1]
+    return values
 
 
 def _lanczos(z: np.ndarray):
@@ -131,7 +142,7 @@ def _gamma64(x: np.ndarray) -> np.ndarray:
         out = np.where(refl, math.pi / (_sin_pi(x) * g), g)
         pole = refl & (x == np.floor(x))
         out[pole] = np.where(x[pole] == 0, np.copysign(np.inf, x[pole]), np.nan)
-    return out
+    return _at_integers(x, out, _FACTORIAL)
 
 
 def _gammaln64(x: np.ndarray) -> np.ndarray:
@@ -142,7 +153,7 @@ def _gammaln64(x: np.ndarray) -> np.ndarray:
         lg = _HALF_LOG_2PI + (z + 0.5) * np.log(t) - t + np.log(s)
         out = np.where(refl, math.log(math.pi) - np.log(np.abs(_sin_pi(x))) - lg, lg)
         out[refl & (x == np.floor(x))] = np.inf
-    return out
+    return _at_integers(x, out, _LOG_FACTORIAL)
 
 
 def _digamma64(x: np.ndarray) -> np.ndarray:

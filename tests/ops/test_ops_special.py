@@ -43,6 +43,10 @@ def test_gamma_and_gammaln_match_math_and_mxnet_poles():
     assert g[4] == 6 and g[5] == np.inf
     np.testing.assert_array_equal(run_op("gammaln", np.array([-2.0, 0.0]))[0], [np.inf, np.inf])
     np.testing.assert_array_equal(run_op("gamma", np.array([3, 4], np.int32))[0], [2, 6])
+    n = np.arange(1, 21)
+    np.testing.assert_array_equal(run_op("gamma", n.astype(np.int64))[0],
+                                  [math.factorial(k - 1) for k in n])      # exact, not 0.999.. -> 0
+    np.testing.assert_array_equal(run_op("gammaln", np.array([1.0, 2.0]))[0], [0, 0])
 
 
 def test_digamma_is_the_derivative_of_gammaln():
