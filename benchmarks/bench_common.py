@@ -142,3 +142,46 @@ def mxnet_ps(script: str, argv: list, timeout: float) -> list:
     if any(w.returncode for w in workers):
         raise SystemExit("MXNet workers failed:\n" + "\n".join(e[-2000:] for _, e in outs))
     return workers_json("".join(o for o, _ in outs))
+
+
+# -- benchmarks that run each system in its own subprocess on one data file ---------------------
+
+def import_system(system: str):
+    """The ``mx`` module a worker subprocess measures: MXNet 1.9.1 for ``'mxnet'``, else mxref
+    from this checkout."""
+    if system == "mxnet":
+        import mxnet as mx  # noqa: PLC0415 - only the MXNet interpreter has it
+        return mx
+    sys.path.insert(0, REPO)
+    import mxref as mx  # noqa: PLC0415 - from this checkout, put first on sys.path just above
+    return mx
+
+
+def median_ms(fn, repeats: int) -> float:
+    """Median milliseconds of ``repeats`` calls of ``fn`` after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    mid = len(times) // 2
+    return 1e3 * (times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2)
+
+
+def interleaved_runs(script: str, systems, worker_args, rounds: int, env=None, timeout: float = 1200,
+                     tail: int = 1500) -> dict:
+    """``{system: [the JSON line of each run]}``: ``script --worker <system> *worker_args`` under
+    each ``(system, python)``, the systems taking turns in each of ``rounds`` rounds (the machine's
+    load drifts). A failed run is reported and left out."""
+    runs = {}
+    for _ in range(rounds):
+        for name, python in systems:
+            cmd = [python, os.path.abspath(script), "--worker", name, *worker_args]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+            if out.returncode != 0:
+                print(f"{name}: failed\n{out.stderr[-tail:]}")
+                continue
+            runs.setdefault(name, []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return runs

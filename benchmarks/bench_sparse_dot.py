@@ -18,12 +18,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from bench_common import import_system, interleaved_runs, median_ms
 
 MXNET_PY = "/work/venvs/mxnet191/bin/python"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_data(path: str, rows: int, cols: int, nnz: int, width: int) -> None:
@@ -34,16 +33,6 @@ def make_data(path: str, rows: int, cols: int, nnz: int, width: int) -> None:
              rhs_t=rng.random((rows, width), dtype=np.float32), shape=np.array([rows, cols]))
 
 
-def _median_ms(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
-
-
 def worker(system: str, path: str, repeats: int) -> None:
     z = np.load(path)
     shape = tuple(int(d) for d in z["shape"])
@@ -51,21 +40,17 @@ def worker(system: str, path: str, repeats: int) -> None:
         import scipy.sparse as spsp
         a = spsp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
         rhs, rhs_t = z["rhs"], z["rhs_t"]
-        res = {"dot": _median_ms(lambda: a @ rhs, repeats),
-               "dot_t": _median_ms(lambda: a.T @ rhs_t, repeats)}
+        res = {"dot": median_ms(lambda: a @ rhs, repeats),
+               "dot_t": median_ms(lambda: a.T @ rhs_t, repeats)}
     else:
-        if system == "mxnet":
-            import mxnet as mx
-        else:
-            sys.path.insert(0, ROOT)
-            if system == "mxref-numpy":
-                os.environ["MXREF_ENABLE_EXT"] = "0"
-            import mxref as mx
+        if system == "mxref-numpy":
+            os.environ["MXREF_ENABLE_EXT"] = "0"
+        mx = import_system(system)
         a = mx.nd.sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
         rhs, rhs_t = mx.nd.array(z["rhs"]), mx.nd.array(z["rhs_t"])
-        res = {"dot": _median_ms(lambda: mx.nd.sparse.dot(a, rhs).wait_to_read(), repeats),
-               "dot_t": _median_ms(lambda: mx.nd.sparse.dot(a, rhs_t, transpose_a=True).wait_to_read(),
-                                   repeats)}
+        res = {"dot": median_ms(lambda: mx.nd.sparse.dot(a, rhs).wait_to_read(), repeats),
+               "dot_t": median_ms(lambda: mx.nd.sparse.dot(a, rhs_t, transpose_a=True).wait_to_read(),
+                                  repeats)}
         res["stype_t"] = mx.nd.sparse.dot(a, rhs_t, transpose_a=True).stype
     print(json.dumps(res))
 
@@ -96,17 +81,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "dot.npz")
         make_data(path, args.rows, args.cols, args.nnz, args.width)
-        runs = {}
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
-        for _ in range(args.rounds):
-            for name, python in systems:
-                cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path,
-                       "--repeats", str(args.repeats)]
-                out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-                if out.returncode != 0:
-                    print(f"{name}: failed\n{out.stderr[-1500:]}")
-                    continue
-                runs.setdefault(name, []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+        runs = interleaved_runs(__file__, systems, ["--data", path, "--repeats", str(args.repeats)],
+                                args.rounds, env)
         # The median over rounds of each system's median time.
         results = {name: {"dot": float(np.median([r["dot"] for r in rs])),
                           "dot_t": float(np.median([r["dot_t"] for r in rs])),

@@ -16,15 +16,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+from bench_common import import_system, interleaved_runs
 
 MXNET_PY = "/work/venvs/mxnet191/bin/python"
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def make_data(path: str, batches: int, batch: int, features: int, nnz: int) -> None:
@@ -44,11 +43,7 @@ def make_data(path: str, batches: int, batch: int, features: int, nnz: int) -> N
 
 
 def worker(system: str, path: str, iters: int, repeats: int, lr: float) -> None:
-    if system == "mxnet":
-        import mxnet as mx
-    else:
-        sys.path.insert(0, ROOT)
-        import mxref as mx
+    mx = import_system(system)
     z = np.load(path)
     nb, batch, features = (int(d) for d in z["dims"])
     data = [mx.nd.sparse.csr_matrix((z[f"data{b}"], z[f"indices{b}"], z["indptr"]), shape=(batch, features))
@@ -119,24 +114,16 @@ def main() -> None:
         worker(args.worker, args.data, args.iters, args.repeats, args.lr)
         return
     systems = [("mxref", sys.executable)] + ([("mxnet", MXNET_PY)] if os.path.exists(MXNET_PY) else [])
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "logreg.npz")
         make_data(path, args.batches, args.batch, args.features, args.nnz)
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"),
                    MXNET_ENGINE_TYPE="ThreadedEnginePerDevice")
-        for _ in range(args.rounds):      # interleaved: the machine's load drifts
-            for name, python in systems:
-                cmd = [python, os.path.abspath(__file__), "--worker", name, "--data", path, "--iters",
-                       str(args.iters), "--repeats", str(args.repeats), "--lr", str(args.lr)]
-                out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
-                if out.returncode != 0:
-                    print(f"{name}: failed\n{out.stderr[-2000:]}")
-                    continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                if name in results:
-                    r["rates"] = results[name]["rates"] + r["rates"]
-                results[name] = r
+        worker_args = ["--data", path, "--iters", str(args.iters), "--repeats", str(args.repeats),
+                       "--lr", str(args.lr)]
+        runs = interleaved_runs(__file__, systems, worker_args, args.rounds, env, timeout=1800, tail=2000)
+    # The last run of each system, with the rates of all its runs.
+    results = {name: dict(rs[-1], rates=[v for r in rs for v in r["rates"]]) for name, rs in runs.items()}
     print(f"sparse logistic regression: {args.features} features, batch {args.batch}, {args.nnz} nnz/row; "
           f"samples/s of {args.repeats} blocks of {args.iters} steps, {args.rounds} interleaved rounds")
     for name, r in results.items():

@@ -108,3 +108,9 @@ def normalize_dtype(dtype, what: str = "dtype") -> np.dtype:
 
 def dtype_name(dtype) -> str:
     return np.dtype(dtype).name
+
+
+# An MXNetError that is also Python's IndexError, as MXNet 1.x raises for an index out of range
+# (``gather_nd``); the engine re-raises it with its type at the wait.
+class MXNetIndexError(MXNetError, IndexError):
+    """An index out of range: both ``MXNetError`` and ``IndexError``."""

@@ -66,7 +66,10 @@ class OpError:
             msg = f"{self.exc} (in operator {self.op_name})"
         else:
             msg = self.summary()
-        err = MXNetError(msg + "\n\nOriginal traceback (from the engine worker):\n" + self.tb_text)
+        # An MXNetError that is also a built-in kind (MXNetIndexError) keeps its type, as MXNet's do.
+        kind = type(self.exc) if isinstance(self.exc, MXNetError) and isinstance(
+            self.exc, (IndexError, ValueError, TypeError)) else MXNetError
+        err = kind(msg + "\n\nOriginal traceback (from the engine worker):\n" + self.tb_text)
         err.__cause__ = self.exc
         return err
 

@@ -21,6 +21,7 @@ from .. import symbol as _symbol
 from ..base import MXNetError
 from ..cached_op import CachedOp
 from ..executor import bind as _bind
+from ..graph import topo_sort
 from ..ndarray.ndarray import NDArray, _memoryless
 from .block import Block, _flatten, _regroup
 from .parameter import DeferredInitializationError, Parameter, ParameterDict
@@ -162,6 +163,7 @@ class HybridBlock(Block):
         self._active = False
         self._flags: Dict[str, object] = {}
         self._arrays_key = (None, -1, ())   # (ctx, Parameter.arrays_version, the arrays' ids)
+        self._dynamic = ((), False)         # (the traced graph, whether it runs op by op)
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)
@@ -322,11 +324,30 @@ class HybridBlock(Block):
             if not any(e.busy for e in self._cached_execs[key]):
                 del self._cached_execs[key]
 
+    def _forward_imperative(self, x, *args):
+        """``hybrid_forward`` on NDArrays, one operator at a time."""
+        try:
+            params = {k: v.data(x.context) for k, v in self._reg_params.items()}
+        except DeferredInitializationError:
+            self._deferred_infer_shape(x, *args)
+            for p in self._params.values():
+                p._finish_deferred_init()
+            params = {k: v.data(x.context) for k, v in self._reg_params.items()}
+        return self.hybrid_forward(nd, x, *args, **params)
+
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")
         if self._cached_graph and fmt != self._in_format and not isinstance(self, SymbolBlock):
             self._clear_cached_op()     # another input structure (a list of states, None): retrace
-        self._get_graph(*args)
+        graph = self._get_graph(*args)
+        if self._dynamic[0] is not graph:
+            self._dynamic = (graph, any(n.op is not None and n.op.dynamic_shape
+                                        for n in topo_sort(graph[1]._outputs)))
+        if self._dynamic[1]:
+            # An operator whose output shape depends on the data (boolean_mask): a bound
+            # executor needs every shape before it runs, so the graph runs op by op, as MXNet's
+            # CachedOp does for dynamic shapes.
+            return self._forward_imperative(*args)
         flat = [a for a in flat if a is not None]
         ctx = flat[0].context
         if not self._params_ready:
@@ -354,14 +375,7 @@ class HybridBlock(Block):
             with x.context:
                 if self._active:
                     return self._call_cached_op(x, *args)
-                try:
-                    params = {k: v.data(x.context) for k, v in self._reg_params.items()}
-                except DeferredInitializationError:
-                    self._deferred_infer_shape(x, *args)
-                    for p in self._params.values():
-                        p._finish_deferred_init()
-                    params = {k: v.data(x.context) for k, v in self._reg_params.items()}
-                return self.hybrid_forward(nd, x, *args, **params)
+                return self._forward_imperative(x, *args)
         if not isinstance(x, _symbol.Symbol):
             raise MXNetError(f"HybridBlock requires the first argument to forward be either Symbol or "
                              f"NDArray, but got {type(x)}")

@@ -40,3 +40,11 @@ def __getattr__(name: str):
         globals()[name] = fn
         return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# Array functions over one operator (linspace, moveaxis, histogram, split_v2) and the NDArray form
+# of contrib.boolean_mask, which reads the mask to size its output.
+from . import array_funcs as _array_funcs  # noqa: E402
+from .array_funcs import histogram, linspace, moveaxis, split_v2  # noqa: E402
+
+__all__ += ["histogram", "linspace", "moveaxis", "split_v2"]
+sys.modules[__name__].contrib.boolean_mask = _array_funcs.boolean_mask   # contrib: made by _populate

@@ -23,6 +23,8 @@ An ``OpDef`` is the whole contract of an operator (``docs/howto/add_an_operator.
 * ``loss_layer``    — backward may start without head gradients (``SoftmaxOutput``, ``MakeLoss``)
 * ``extra_params``  — keep keyword arguments missing from ``params`` as strings (``Custom`` hands
                       them to the user's ``CustomOpProp``, as MXNet does)
+* ``dynamic_shape`` — the output shape depends on the input values (``boolean_mask``): a
+                      hybridized block holding it runs op by op instead of binding an executor
 * ``infer_storage`` — ``(params, in_stypes) -> out_stypes or None``: the storage combinations the
                       op has a sparse kernel for (``None``: none, run dense after a fallback);
                       set by ``ops/sparse/base.register_storage`` with ``fcompute_ex``, the kernel
@@ -343,6 +345,7 @@ class OpDef:
         # ``params -> Context`` for an operator whose output lives on a device its parameters name
         # (``_CrossDeviceCopy``); ``None``: outputs live where the inputs are.
         self.output_ctx: Optional[Callable] = None
+        self.dynamic_shape = False
 
     # -- names of inputs and outputs -------------------------------------------------------
     def list_arguments(self, params: dict) -> List[str]:

@@ -35,3 +35,8 @@ def __getattr__(attr_name: str):
         raise AttributeError(f"module 'mxref.symbol' has no attribute {attr_name!r}") from None
     globals()[attr_name] = fn
     return fn
+
+# Symbol functions over one operator: linspace, histogram, split_v2.
+from .array_funcs import histogram, linspace, split_v2  # noqa: E402
+
+__all__ += ["histogram", "linspace", "split_v2"]

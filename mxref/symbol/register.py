@@ -33,6 +33,12 @@ def _attr_str(value) -> str:
     """An attribute value as MXNet's Python front end writes it (``str``, dtypes by name)."""
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return np.dtype(value).name
+    if isinstance(value, np.generic):
+        return str(value.item())
+    if isinstance(value, tuple):      # NOTE: str() of a tuple shows numpy ints as 'np.int64(5)'
+        return "(" + ", ".join(_attr_str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_attr_str(v) for v in value) + "]"
     return str(value)
 
 
@@ -244,10 +250,8 @@ def wrapper(op_name: str) -> Callable:
     inputs = _input_names(op)
 
     def creator(*args, name: Optional[str] = None, attr: Dict[str, str] = None, **kwargs):
-        for i, a in enumerate(args):
-            if not isinstance(a, Symbol):
-                raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input), "
-                                 f"got {type(a).__name__}; give parameters by keyword")
+        if not all(isinstance(a, Symbol) for a in args):
+            args = _positional_params(op, func_name, inputs, args, kwargs)
         sym_inputs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
         if op.key_var_num_args and args and sym_inputs:
             raise TypeError(f"{func_name}: variable-length inputs go either all positional or all "
@@ -262,6 +266,26 @@ def wrapper(op_name: str) -> Callable:
     creator.__signature__ = _signature(op, inputs)
     _WRAPPERS[op_name] = creator
     return creator
+
+
+def _positional_params(op: registry.OpDef, func_name: str, inputs: Optional[List[str]], args: tuple,
+                       kwargs: dict) -> tuple:
+    """The leading Symbols of ``args``; the values after them fill the parameters in order, after
+    the input slots, as in MXNet's generated signature (``depth_to_space(x, 2)``). ``None`` in an
+    input slot leaves that input out."""
+    n_lead = 0
+    while n_lead < len(args) and isinstance(args[n_lead], Symbol):
+        n_lead += 1
+    slots = max(n_lead, len(inputs or ()))
+    names = [k for k in op.params if k != op.key_var_num_args and k not in (inputs or ())]
+    for i in range(n_lead, len(args)):
+        a = args[i]
+        if isinstance(a, Symbol) or (i < slots and a is not None) or i - slots >= len(names):
+            raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input) or, "
+                             f"after the inputs, one of the parameters {names}; got {type(a).__name__}")
+        if i >= slots:
+            kwargs.setdefault(names[i - slots], a)
+    return args[:n_lead]
 
 
 def _random_function(dist: str) -> Callable:

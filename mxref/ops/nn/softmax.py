@@ -1,9 +1,10 @@
-"""softmax and log_softmax along ``axis``, with an optional ``temperature`` and output ``dtype``.
+"""softmax, log_softmax and softmin along ``axis``, with an optional ``temperature`` and output ``dtype``.
 
 Math (``T`` is the temperature, default 1)::
 
     softmax      y = exp(x/T - max) / sum exp(x/T - max)     dx = y (g - sum(g y)) / T
     log_softmax  y = x/T - max - log sum exp(x/T - max)      dx = (g - exp(y) sum(g)) / T
+    softmin      y = softmax(-x)                             dx = -y (g - sum(g y)) / T
 
 Backward dependencies: ``_backward_softmax`` / ``_backward_log_softmax`` take ``(ograd, output)``
 (plus ``data`` when ``dtype`` changes the output type, to learn the gradient's dtype).
@@ -44,9 +45,9 @@ def _validate(p):
         raise MXNetError("softmax: use_length=True is not supported by mxref")
 
 
-def _make_forward(log):
+def _make_forward(log, negate=False):
     def forward(octx, p, inputs, outputs, req):
-        x = inputs[0]
+        x = -inputs[0] if negate else inputs[0]
         out = outputs[0] if req[0] in ("write", "inplace") else np.empty(x.shape, outputs[0].dtype)
         softmax_into(x, p["axis"], out, log, p["temperature"])
         if req[0] == "add":
@@ -54,13 +55,15 @@ def _make_forward(log):
     return forward
 
 
-def _make_backward(log):
+def _make_backward(log, negate=False):
     def backward(octx, p, inputs, outputs, req):
         g, y = inputs[0], inputs[1]
         ax = p["axis"]
         dx = g - np.exp(y) * g.sum(axis=ax, keepdims=True) if log else y * (
             g - (g * y).sum(axis=ax, keepdims=True))
         t = p["temperature"]
+        if negate:
+            dx = -dx
         assign(outputs[0], req[0], dx / t if t not in (None, 1.0) else dx)
     return backward
 
@@ -88,9 +91,9 @@ def _backward_shape(p, in_shapes):
     return ins + list(in_shapes[2:]), outs
 
 
-for _name, _log in (("softmax", False), ("log_softmax", True)):
-    register(OpDef(_name, _make_forward(_log), params=PARAMS, infer_type=_forward_type,
+for _name, _log, _neg in (("softmax", False, False), ("log_softmax", True, False), ("softmin", False, True)):
+    register(OpDef(_name, _make_forward(_log, _neg), params=PARAMS, infer_type=_forward_type,
                    gradient=_make_gradient(_name), validate=_validate, doc=__doc__))
-    register(OpDef("_backward_" + _name, _make_backward(_log),
+    register(OpDef("_backward_" + _name, _make_backward(_log, _neg),
                    arguments=lambda p: ["ograd", "output"] + (["data"] if p["dtype"] else []),
                    params=PARAMS, infer_shape=_backward_shape, infer_type=_backward_type))
