@@ -108,3 +108,12 @@ def normalize_dtype(dtype, what: str = "dtype") -> np.dtype:
 
 def dtype_name(dtype) -> str:
     return np.dtype(dtype).name
+
+
+# -- control flow (mxref/ndarray/control_flow.py, mxref/symbol/control_flow.py) ------------------
+
+def _as_list(obj):
+    """``obj`` itself if it is a list, else ``[obj]`` (a tuple becomes one item, as in MXNet)."""
+    if isinstance(obj, list):
+        return obj
+    return [obj]

@@ -1,0 +1,169 @@
+"""The subgraph service of the control-flow operators: infer, run and differentiate a subgraph.
+
+``_foreach``, ``_while_loop`` and ``_cond`` (``mxref/ops/control_flow``) hold their bodies as
+subgraphs and ask this module, installed into them at import, for three things:
+
+* ``infer``: a subgraph's shapes or dtypes from partial ones, by the same sweep the graph passes
+  run (``infer_graph_attr``), seeded at both ends: the inputs *and* the outputs;
+* ``run``: the subgraph's outputs for input arrays. A subgraph is compiled once per input
+  shapes and dtypes (topological order, every node's kernel and output shapes, like a tiny
+  ``CachedOp``), then each call runs the kernels in order on numpy arrays. It runs inside the
+  loop operator's own engine operation, so it calls kernels directly and never waits on the
+  engine;
+* ``grad``: the gradient of every subgraph input, from the gradient graph of the subgraph (the
+  ``gradient`` pass with one head-gradient variable per output), compiled and run the same way.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..base import MXNetError
+from ..graph import Graph, Node, NodeEntry
+from ..ops.control_flow.common import install_subgraph_service
+from ..ops.registry import OpContext, get_kernel
+from .gradient import gradient
+from .infer_shape import SHAPE_RULE, infer_graph_attr
+from .infer_type import DTYPE_RULE
+
+__all__ = ["SubgraphService", "SERVICE"]
+
+_RULES = {"shape": SHAPE_RULE, "dtype": DTYPE_RULE}
+
+
+class _Scratch:
+    """A ``temp_space`` (or, when the loop has none to lend, ``random``) resource for one node."""
+
+    def __init__(self, kind: str, seed: int = 0):
+        self.kind = kind
+        self.generator = np.random.default_rng(seed) if kind == "random" else None
+
+    def get_space(self, nbytes: int) -> np.ndarray:
+        return np.empty(nbytes, dtype=np.uint8)
+
+
+def _infer(outputs: Sequence[NodeEntry], inputs: Sequence[Node], kind: str,
+           in_values: Sequence, out_values: Sequence):
+    """Run the ``kind`` sweep on the graph of ``outputs`` seeded with values for ``inputs`` (some
+    may be ``None``) and for the outputs; returns the values of both afterwards."""
+    graph = Graph(outputs)
+    idx, rule = graph.indexed, _RULES[kind]
+    values = [None] * idx.num_node_entries
+    in_eids = [idx.entry_id(idx.node_id[id(n)], 0) if id(n) in idx.node_id else None for n in inputs]
+    for eid, v in [*zip(in_eids, in_values), *zip(idx.output_entry_ids(), out_values)]:
+        if eid is not None and v is not None:
+            try:
+                values[eid] = rule.merge(values[eid], v)
+            except ValueError:
+                raise MXNetError(f"{rule.pass_name}: a subgraph entry has {rule.name} "
+                                 f"{rule.fmt(values[eid])} but {rule.fmt(v)} is given") from None
+    graph.attrs[kind] = values
+    infer_graph_attr(graph, rule)
+    values = graph.attrs[kind]
+    return ([None if e is None else values[e] for e in in_eids],
+            [values[e] for e in idx.output_entry_ids()])
+
+
+class _Compiled:
+    """A graph made ready to run on arrays of given shapes and dtypes."""
+
+    def __init__(self, outputs: Sequence[NodeEntry], inputs: Sequence[Node], shapes, dtypes):
+        graph = Graph(outputs)
+        idx = graph.indexed
+        shape, dtype = _infer_all(graph, "shape", inputs, shapes), _infer_all(graph, "dtype", inputs, dtypes)
+        self.num_entries = idx.num_node_entries
+        self.in_eids = [idx.entry_id(idx.node_id[id(n)], 0) if id(n) in idx.node_id else None
+                        for n in inputs]
+        self.out_eids = idx.output_entry_ids()
+        self.out_shapes = [shape[e] for e in self.out_eids]
+        self.out_dtypes = [dtype[e] for e in self.out_eids]
+        self.steps = []
+        for nid, node in enumerate(idx.nodes):
+            if node.is_variable:
+                continue
+            out_eids = [idx.entry_id(nid, i) for i in range(node.num_outputs())]
+            specs = [(shape[e], dtype[e]) for e in out_eids]
+            if any(s is None or 0 in s or t is None for s, t in specs):
+                raise MXNetError(f"subgraph: cannot infer the outputs of node {node.name} "
+                                 f"({node.op.name}) from input shapes {list(shapes)}")
+            self.steps.append((node, get_kernel(node.op, "cpu"), idx.input_entry_ids(nid), out_eids,
+                               specs))
+
+    def run(self, arrays: Sequence[np.ndarray], octx) -> List[np.ndarray]:
+        values: List[Optional[np.ndarray]] = [None] * self.num_entries
+        for eid, a in zip(self.in_eids, arrays):
+            if eid is not None:
+                values[eid] = a
+        lent = {r.kind: r for r in getattr(octx, "resources", ())}
+        is_train = getattr(octx, "is_train", False)
+        for node, kernel, in_eids, out_eids, specs in self.steps:
+            outs = [np.empty(s, dtype=t) for s, t in specs]
+            res = [lent.get(kind) or _Scratch(kind) for kind in node.op.resources]
+            kernel(OpContext(is_train, getattr(octx, "ctx", None), res), node.params,
+                   [values[e] for e in in_eids], outs, ["write"] * len(outs))
+            for e, o in zip(out_eids, outs):
+                values[e] = o
+        return [values[e] for e in self.out_eids]
+
+
+def _infer_all(graph: Graph, kind: str, inputs: Sequence[Node], given) -> list:
+    idx = graph.indexed
+    by_node = {id(n): v for n, v in zip(inputs, given)}
+    return infer_graph_attr(graph, _RULES[kind],
+                            [by_node.get(id(idx.nodes[nid])) for nid in idx.input_nodes]).attrs[kind]
+
+
+class SubgraphService:
+    """Infers, runs and differentiates subgraphs, caching a compiled plan per input signature."""
+
+    def __init__(self):
+        self._plans: "weakref.WeakKeyDictionary[Graph, Dict]" = weakref.WeakKeyDictionary()
+        self._grads: "weakref.WeakKeyDictionary[Graph, tuple]" = weakref.WeakKeyDictionary()
+
+    @staticmethod
+    def inputs_of(graph: Graph) -> List[Node]:
+        """The subgraph's input variables, in ``list_inputs`` order (how the ``*_locs`` count)."""
+        idx = graph.indexed
+        return [idx.nodes[nid] for nid in idx.input_nodes]
+
+    def infer(self, graph: Graph, kind: str, in_values: list, out_values: list):
+        return _infer(graph.outputs, self.inputs_of(graph), kind, in_values, out_values)
+
+    def _plan(self, graph: Graph, key: str, outputs, inputs, arrays) -> _Compiled:
+        plans = self._plans.setdefault(graph, {})
+        sig = (key, tuple(a.shape for a in arrays), tuple(a.dtype for a in arrays))
+        plan = plans.get(sig)
+        if plan is None:
+            plan = plans[sig] = _Compiled(outputs, inputs, sig[1], sig[2])
+        return plan
+
+    def run(self, graph: Graph, inputs: Sequence[np.ndarray], octx) -> List[np.ndarray]:
+        arrays = [np.asarray(a) for a in inputs]
+        return self._plan(graph, "forward", graph.outputs, self.inputs_of(graph), arrays).run(arrays, octx)
+
+    def _grad_graph(self, graph: Graph):
+        """``(outputs, inputs)`` of the subgraph's gradient graph: one output per subgraph input,
+        inputs the subgraph's inputs followed by one head-gradient variable per output."""
+        cached = self._grads.get(graph)
+        if cached is None:
+            xs = self.inputs_of(graph)
+            heads = [Node(None, f"_head_grad_{i}") for i in range(len(graph.outputs))]
+            grads = gradient(Graph(graph.outputs), xs=[NodeEntry(x, 0, 0) for x in xs],
+                             ys=graph.outputs, ys_out_grad=[NodeEntry(h, 0, 0) for h in heads])
+            cached = self._grads[graph] = (grads.outputs, xs + heads)
+        return cached
+
+    def grad(self, graph: Graph, inputs: Sequence[np.ndarray], head_grads: Sequence, octx):
+        arrays = [np.asarray(a) for a in inputs]
+        fwd = self._plan(graph, "forward", graph.outputs, self.inputs_of(graph), arrays)
+        heads = [np.zeros(s, t) if g is None else np.asarray(g)
+                 for g, s, t in zip(head_grads, fwd.out_shapes, fwd.out_dtypes)]
+        outputs, grad_inputs = self._grad_graph(graph)
+        feed = arrays + heads
+        return self._plan(graph, "gradient", outputs, grad_inputs, feed).run(feed, octx)
+
+
+SERVICE = SubgraphService()
+install_subgraph_service(SERVICE)
