@@ -113,7 +113,7 @@ def dtype_name(dtype) -> str:
 # -- control flow (mxref/ndarray/control_flow.py, mxref/symbol/control_flow.py) ------------------
 
 def _as_list(obj):
-    """``obj`` itself if it is a list, else ``[obj]`` (a tuple becomes one item, as in MXNet)."""
-    if isinstance(obj, list):
+    """``obj`` itself if it is a list or tuple, else ``[obj]`` (MXNet's ``base._as_list``)."""
+    if isinstance(obj, (list, tuple)):
         return obj
     return [obj]

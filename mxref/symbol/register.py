@@ -233,6 +233,27 @@ def _docstring(op: registry.OpDef, inputs: Optional[List[str]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _positional_params(op: registry.OpDef, func_name: str, inputs: Optional[List[str]], args: tuple,
+                       kwargs: dict) -> tuple:
+    """Non-Symbol positionals after the leading input Symbols fill the parameters in order, as in
+    MXNet's generated signature (``mx.sym.cast(x, 'float32')``); returns the input Symbols."""
+    n_lead = 0
+    while n_lead < len(args) and isinstance(args[n_lead], Symbol):
+        n_lead += 1
+    extra = args[n_lead:]
+    if not extra or inputs is None or n_lead < len(inputs) or any(isinstance(a, Symbol) for a in extra):
+        return args             # a non-Symbol in an input's place: reported by the caller
+    param_names = [n for n in op.params if n not in inputs]
+    if len(extra) > len(param_names):
+        raise MXNetError(f"{func_name}() takes at most {len(inputs) + len(param_names)} positional "
+                         f"arguments ({', '.join(inputs + param_names)}), got {len(args)}")
+    for key, value in zip(param_names, extra):
+        if key in kwargs:
+            raise TypeError(f"{func_name}() got multiple values for argument '{key}'")
+        kwargs[key] = value
+    return args[:n_lead]
+
+
 def wrapper(op_name: str) -> Callable:
     """The generated function for a registered operator name (canonical or alias), cached."""
     fn = _WRAPPERS.get(op_name)
@@ -244,6 +265,7 @@ def wrapper(op_name: str) -> Callable:
     inputs = _input_names(op)
 
     def creator(*args, name: Optional[str] = None, attr: Dict[str, str] = None, **kwargs):
+        args = _positional_params(op, func_name, inputs, args, kwargs)
         for i, a in enumerate(args):
             if not isinstance(a, Symbol):
                 raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input), "

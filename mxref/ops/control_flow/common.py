@@ -80,10 +80,16 @@ def merge(kind: str, a, b, what: str):
 
 
 def unstack(kind: str, value):
-    """One step's value of a stacked value: the shape without its first axis."""
+    """One step's value of a stacked value: the shape without its first axis, ``(1,)`` for a
+    1-D value (MXNet's ``SliceFirstDim``: a step of a vector is a one-element vector)."""
     if kind == "dtype" or value is None:
         return value
-    return tuple(value[1:]) if len(value) else None
+    return tuple(value[1:]) if len(value) > 1 else (1,) if len(value) == 1 else None
+
+
+def row(array, t: int):
+    """Step ``t`` of a stacked array as a writable view; ``(1,)``-shaped for a 1-D array."""
+    return array[t] if array.ndim > 1 else array[t:t + 1]
 
 
 def stack(kind: str, value, length):

@@ -17,6 +17,7 @@ from .common import (
     locs_param,
     merge,
     output_names,
+    row,
     service,
     stack,
     unstack,
@@ -50,7 +51,8 @@ def _infer(kind):
                     kind, sub_in[loc], sub_out[nod + k],
                     f"foreach: loop state {k} at the loop's start and as the body returns it")
             sub_in, sub_out = service().infer(p["subgraphs"][0], kind, sub_in, sub_out)
-        new_ins = [stack(kind, sub_in[loc], length) if k < nd else sub_in[loc]
+        new_ins = [(ins[k] if kind == "shape" and ins[k] is not None and len(ins[k]) == 1
+                    else stack(kind, sub_in[loc], length)) if k < nd else sub_in[loc]
                    for k, loc in enumerate(locs)]
         return new_ins, [stack(kind, v, length) for v in sub_out[:nod]] + list(sub_out[nod:])
     return rule
@@ -65,7 +67,7 @@ def _steps(octx, p, inputs):
         feed[loc] = inputs[k]
     for t in range(inputs[0].shape[0] if nd else 0):
         for k in range(nd):
-            feed[locs[k]] = inputs[k][t]
+            feed[locs[k]] = row(inputs[k], t)
         outs = service().run(graph, feed, octx)
         yield list(feed), outs
         for k in range(ns):
@@ -78,7 +80,7 @@ def forward(octx, p, inputs, outputs, req):
     states = steps[-1][nod:] if steps else inputs[len(p["in_data_locs"]):][:ns]
     for k in range(nod):
         for t, outs in enumerate(steps):
-            write_outputs([outputs[k][t]], [req[k]], [outs[k]])
+            write_outputs([row(outputs[k], t)], [req[k]], [outs[k]])
     write_outputs(outputs[nod:], req[nod:], states)
 
 
@@ -92,7 +94,7 @@ def backward(octx, p, inputs, outputs, req):
     data_grads = [[None] * len(feeds) for _ in range(nd)]
     state_grads = list(ograds[nod:])
     for t in reversed(range(len(feeds))):
-        head = [g[t] for g in ograds[:nod]] + state_grads
+        head = [row(g, t) for g in ograds[:nod]] + state_grads
         sub_grads = service().grad(graph, feeds[t], head, octx)
         for k in range(nd):
             data_grads[k][t] = sub_grads[locs[k]]
@@ -103,7 +105,7 @@ def backward(octx, p, inputs, outputs, req):
                 grads[k] = g.copy() if grads[k] is None else grads[k] + g
     for k in range(nd):
         for t, g in enumerate(data_grads[k]):
-            write_outputs([outputs[k][t]], [req[k]], [g])
+            write_outputs([row(outputs[k], t)], [req[k]], [g])
     for k in range(ns):
         grads[nd + k] = state_grads[k]
     write_outputs(outputs[nd:], req[nd:], grads[nd:])

@@ -18,6 +18,7 @@ from .common import (
     locs_param,
     merge,
     output_names,
+    row,
     scalar_bool,
     scatter_add,
     service,
@@ -82,7 +83,7 @@ def forward(octx, p, inputs, outputs, req):
     _, outs, final = _steps(octx, p, inputs)
     for k in range(nod):
         for t in range(p["max_iterations"]):
-            write_outputs([outputs[k][t]], [req[k]], [outs[t][k] if t < len(outs) else None])
+            write_outputs([row(outputs[k], t)], [req[k]], [outs[t][k] if t < len(outs) else None])
     write_outputs(outputs[nod:], req[nod:], final)
 
 
@@ -94,7 +95,7 @@ def backward(octx, p, inputs, outputs, req):
     grads = [None] * len(fwd_in)
     var_grads = list(ograds[nod:])
     for t in reversed(range(len(feeds))):
-        head = [g[t] for g in ograds[:nod]] + var_grads
+        head = [row(g, t) for g in ograds[:nod]] + var_grads
         sub_grads = service().grad(func_g, gather(feeds[t], locs), head, octx)
         var_grads = [sub_grads[j] for j in p["func_var_locs"]]
         rest = [None if j in p["func_var_locs"] else g for j, g in enumerate(sub_grads)]
