@@ -35,13 +35,14 @@ def _infer(kind):
         ins, outs = list(ins), list(outs)
         for _ in range(2):      # each branch informs the outputs, which inform the other branch
             for g, key in zip(p["subgraphs"], _LOCS):
-                want = [None] if key == "cond_input_locs" else outs
-                sub_in, sub_out = service().infer(g, kind, gather(ins, p[key]), want)
-                for j, i in enumerate(p[key]):
-                    ins[i] = merge(kind, ins[i], sub_in[j], f"cond: input {i}")
+                sub_in, sub_out = service().infer(g, kind, gather(ins, p[key]), [None] * len(
+                    outs if key != "cond_input_locs" else [None]))
                 if key != "cond_input_locs":
                     outs = [merge(kind, a, b, f"cond: output {k} of the then and else branches")
                             for k, (a, b) in enumerate(zip(outs, sub_out))]
+                    sub_in, _ = service().infer(g, kind, sub_in, outs)   # outputs inform inputs
+                for j, i in enumerate(p[key]):
+                    ins[i] = merge(kind, ins[i], sub_in[j], f"cond: input {i}")
         return ins, outs
     return rule
 

@@ -46,11 +46,11 @@ def _infer(kind):
             sub_in[loc] = unstack(kind, ins[k]) if k < nd else ins[k]
         sub_out = [unstack(kind, v) for v in outs[:nod]] + list(outs[nod:])
         for _ in range(2):      # a state's value flows from its output back into its input
+            sub_in, sub_out = service().infer(p["subgraphs"][0], kind, sub_in, sub_out)
             for k, loc in enumerate(p["in_state_locs"]):
                 sub_in[loc] = sub_out[nod + k] = merge(
                     kind, sub_in[loc], sub_out[nod + k],
                     f"foreach: loop state {k} at the loop's start and as the body returns it")
-            sub_in, sub_out = service().infer(p["subgraphs"][0], kind, sub_in, sub_out)
         new_ins = [(ins[k] if kind == "shape" and ins[k] is not None and len(ins[k]) == 1
                     else stack(kind, sub_in[loc], length)) if k < nd else sub_in[loc]
                    for k, loc in enumerate(locs)]

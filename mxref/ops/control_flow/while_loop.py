@@ -47,13 +47,13 @@ def _infer(kind):
         ins = list(ins)
         sub_out = [unstack(kind, v) for v in outs[:nod]] + list(outs[nod:])
         for _ in range(2):      # a loop variable's value flows from func's output into its input
+            func_in, sub_out = service().infer(func_g, kind, gather(ins, p["func_input_locs"]), sub_out)
+            for j, i in enumerate(p["func_input_locs"]):
+                ins[i] = merge(kind, ins[i], func_in[j], f"while_loop: input {i}")
             for k, i in enumerate(var_in):
                 ins[i] = sub_out[nod + k] = merge(
                     kind, ins[i], sub_out[nod + k],
                     f"while_loop: loop variable {k} at the loop's start and as func returns it")
-            func_in, sub_out = service().infer(func_g, kind, gather(ins, p["func_input_locs"]), sub_out)
-            for j, i in enumerate(p["func_input_locs"]):
-                ins[i] = merge(kind, ins[i], func_in[j], f"while_loop: input {i}")
             cond_in, _ = service().infer(cond_g, kind, gather(ins, p["cond_input_locs"]), [None])
             for j, i in enumerate(p["cond_input_locs"]):
                 ins[i] = merge(kind, ins[i], cond_in[j], f"while_loop: input {i}")
