@@ -16,7 +16,8 @@ import mxref as mx
 from mxref.attribute import AttrScope
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "control_flow")
-_spec = importlib.util.spec_from_file_location("control_flow_fixtures", os.path.join(HERE, "make_fixtures.py"))
+_spec = importlib.util.spec_from_file_location("control_flow_fixtures",
+                                               os.path.join(HERE, "make_fixtures.py"))
 _builders = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_builders)
 CASES = _builders.CASES
