@@ -51,12 +51,6 @@ def _nd():
     return ndarray
 
 
-def _check(flat: list, what: str) -> None:
-    bad = [type(x).__name__ for x in flat if not isinstance(x, _nd().NDArray)]
-    if bad:
-        raise MXNetError(f"{what} should be an NDArray or a nested list of NDArrays, got {bad[0]}")
-
-
 def _scalar(value, type_, what: str):
     if isinstance(value, _nd().NDArray):
         value = value.asscalar()
@@ -75,9 +69,8 @@ def foreach(body: Callable, data, init_states):
     :math:`outputs = stack(y_0, ..., y_{n-1})`.
     """
     nd = _nd()
-    flat_data, _ = flatten(data, "foreach input", nd.NDArray)
-    _check(flat_data, "data")
-    _check(flatten(init_states, "foreach states", nd.NDArray)[0], "init_states")
+    flat_data, _ = flatten(data, "foreach input", nd.NDArray)      # both raise on a non-NDArray
+    flatten(init_states, "foreach states", nd.NDArray)
     single = isinstance(data, nd.NDArray)
     states, steps, out_fmt = init_states, [], None
     for i in range(flat_data[0].shape[0]):
