@@ -45,7 +45,8 @@ class CondBlock(gluon.HybridBlock):
 
     def hybrid_forward(self, F, x):
         y = self.dense(x)
-        return F.contrib.cond(F.sum(y) > 0, lambda: F.relu(y) * 2, lambda: F.broadcast_sub(F.tanh(y), F.sum(x)))
+        return F.contrib.cond(F.sum(y) > 0, lambda: F.relu(y) * 2,
+                              lambda: F.broadcast_sub(F.tanh(y), F.sum(x)))
 
 
 def _run(block, inputs, hybridize):
