@@ -7,6 +7,8 @@ A graph file is an object with
 * ``arg_nodes``    — ids of every variable node (auxiliary states included)
 * ``node_row_ptr`` — prefix sums of the nodes' output counts (entry ids)
 * ``heads``        — the graph outputs as ``[nid, index, version]``
+* ``subgraphs``    — (on a control-flow node) its body graphs, each a document like this one
+                     without ``attrs`` (``docs/architecture/control-flow.md``)
 * ``attrs``        — ``{"mxnet_version": ["int", 10901]}``
 
 Files written before MXNet 1.0 use ``param``/``attr`` instead of ``attrs``, store hidden keys
