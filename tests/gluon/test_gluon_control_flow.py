@@ -114,3 +114,33 @@ def test_hybridized_loop_trains():
     assert len(results[0]) == len(results[1]) == 4
     for a, b in zip(*results):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+class UnusedData(gluon.HybridBlock):
+    """Two chained while_loops that never read the block's first input (MXNet's test_uniq_name)."""
+
+    def hybrid_forward(self, F, inputs, states):
+        cond = lambda a, b: F.sum(a) < 100            # noqa: E731
+        step = lambda a, b: (a + 1, [a * 2, b])       # noqa: E731
+        out1, states1 = F.contrib.while_loop(cond, step, [states[0], states[0] + 1], max_iterations=5)
+        out, _ = F.contrib.while_loop(cond, step, states1, max_iterations=5)
+        return out
+
+
+def test_block_input_the_graph_never_reads():
+    """Hybridized, an input no node reads binds nothing and gets a zero gradient."""
+    data, state = mx.nd.ones((2, 5)), mx.nd.array(RNG.uniform(size=(5,)))
+    results = []
+    for hybridize in (False, True):
+        block = UnusedData()
+        block.initialize()
+        block.hybridize(hybridize)
+        data.attach_grad()
+        state.attach_grad()
+        with autograd.record():
+            out = block(data, [state])
+        out.backward()
+        results.append((out.asnumpy(), data.grad.asnumpy(), state.grad.asnumpy()))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-6)
+    assert not results[1][1].any()

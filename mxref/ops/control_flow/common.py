@@ -125,7 +125,7 @@ def gradient_of(backward_op: str):
     inputs (it recomputes the forward iterations itself), carrying the same subgraphs."""
     def gradient(node, ograds):
         bwd = make_node(backward_op, list(ograds) + list(node.inputs), node.name + "_backward",
-                        params=node.params)
+                        attrs=dict(node.attrs), params=node.params)
         bwd.subgraphs = list(node.subgraphs)
         bwd.control_deps.append(node)
         return [NodeEntry(bwd, i, 0) for i in range(len(node.inputs))]
