@@ -15,6 +15,7 @@ subgraphs and ask this module, installed into them at import, for three things:
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Dict, List, Optional, Sequence
 
@@ -121,6 +122,8 @@ class SubgraphService:
     def __init__(self):
         self._plans: "weakref.WeakKeyDictionary[Graph, Dict]" = weakref.WeakKeyDictionary()
         self._grads: "weakref.WeakKeyDictionary[Graph, tuple]" = weakref.WeakKeyDictionary()
+        # loop kernels of several executors may run at once on the engine's worker threads
+        self._lock = threading.Lock()
 
     @staticmethod
     def inputs_of(graph: Graph) -> List[Node]:
@@ -132,11 +135,12 @@ class SubgraphService:
         return _infer(graph.outputs, self.inputs_of(graph), kind, in_values, out_values)
 
     def _plan(self, graph: Graph, key: str, outputs, inputs, arrays) -> _Compiled:
-        plans = self._plans.setdefault(graph, {})
         sig = (key, tuple(a.shape for a in arrays), tuple(a.dtype for a in arrays))
-        plan = plans.get(sig)
-        if plan is None:
-            plan = plans[sig] = _Compiled(outputs, inputs, sig[1], sig[2])
+        with self._lock:
+            plans = self._plans.setdefault(graph, {})
+            plan = plans.get(sig)
+            if plan is None:
+                plan = plans[sig] = _Compiled(outputs, inputs, sig[1], sig[2])
         return plan
 
     def run(self, graph: Graph, inputs: Sequence[np.ndarray], octx) -> List[np.ndarray]:
@@ -146,13 +150,14 @@ class SubgraphService:
     def _grad_graph(self, graph: Graph):
         """``(outputs, inputs)`` of the subgraph's gradient graph: one output per subgraph input,
         inputs the subgraph's inputs followed by one head-gradient variable per output."""
-        cached = self._grads.get(graph)
-        if cached is None:
-            xs = self.inputs_of(graph)
-            heads = [Node(None, f"_head_grad_{i}") for i in range(len(graph.outputs))]
-            grads = gradient(Graph(graph.outputs), xs=[NodeEntry(x, 0, 0) for x in xs],
-                             ys=graph.outputs, ys_out_grad=[NodeEntry(h, 0, 0) for h in heads])
-            cached = self._grads[graph] = (grads.outputs, xs + heads)
+        with self._lock:
+            cached = self._grads.get(graph)
+            if cached is None:
+                xs = self.inputs_of(graph)
+                heads = [Node(None, f"_head_grad_{i}") for i in range(len(graph.outputs))]
+                grads = gradient(Graph(graph.outputs), xs=[NodeEntry(x, 0, 0) for x in xs],
+                                 ys=graph.outputs, ys_out_grad=[NodeEntry(h, 0, 0) for h in heads])
+                cached = self._grads[graph] = (grads.outputs, xs + heads)
         return cached
 
     def grad(self, graph: Graph, inputs: Sequence[np.ndarray], head_grads: Sequence, octx):
