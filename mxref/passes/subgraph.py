@@ -68,9 +68,14 @@ def _infer(outputs: Sequence[NodeEntry], inputs: Sequence[Node], kind: str,
 
 
 class _Compiled:
-    """A graph made ready to run on arrays of given shapes and dtypes."""
+    """A graph made ready to run on arrays of given shapes and dtypes.
 
-    def __init__(self, outputs: Sequence[NodeEntry], inputs: Sequence[Node], shapes, dtypes):
+    ``forward_nodes`` (ids of nodes) splits the steps in two parts that run separately: a
+    gradient graph's forward part while the loop replays its steps, its backward part later.
+    """
+
+    def __init__(self, outputs: Sequence[NodeEntry], inputs: Sequence[Node], shapes, dtypes,
+                 forward_nodes: frozenset = frozenset()):
         graph = Graph(outputs)
         idx = graph.indexed
         shape, dtype = _infer_all(graph, "shape", inputs, shapes), _infer_all(graph, "dtype", inputs, dtypes)
@@ -90,23 +95,34 @@ class _Compiled:
                 raise MXNetError(f"subgraph: cannot infer the outputs of node {node.name} "
                                  f"({node.op.name}) from input shapes {list(shapes)}")
             self.steps.append((node, get_kernel(node.op, "cpu"), idx.input_entry_ids(nid), out_eids,
-                               specs))
+                               specs, id(node) in forward_nodes))
 
-    def run(self, arrays: Sequence[np.ndarray], octx) -> List[np.ndarray]:
+    def start(self, arrays: Sequence[Optional[np.ndarray]]) -> List[Optional[np.ndarray]]:
+        """The value of every entry, the inputs' filled in."""
         values: List[Optional[np.ndarray]] = [None] * self.num_entries
         for eid, a in zip(self.in_eids, arrays):
             if eid is not None:
                 values[eid] = a
+        return values
+
+    def run(self, arrays: Sequence[np.ndarray], octx) -> List[np.ndarray]:
+        values = self.start(arrays)
+        self.run_steps(values, octx)
+        return [values[e] for e in self.out_eids]
+
+    def run_steps(self, values: list, octx, part: Optional[bool] = None) -> None:
+        """Run every step (``part`` None), or only the forward (True) or backward (False) ones."""
         lent = {r.kind: r for r in getattr(octx, "resources", ())}
         is_train = getattr(octx, "is_train", False)
-        for node, kernel, in_eids, out_eids, specs in self.steps:
+        for node, kernel, in_eids, out_eids, specs, is_forward in self.steps:
+            if part is not None and is_forward != part:
+                continue
             outs = [np.empty(s, dtype=t) for s, t in specs]
             res = [lent.get(kind) or _Scratch(kind) for kind in node.op.resources]
             kernel(OpContext(is_train, getattr(octx, "ctx", None), res), node.params,
                    [values[e] for e in in_eids], outs, ["write"] * len(outs))
             for e, o in zip(out_eids, outs):
                 values[e] = o
-        return [values[e] for e in self.out_eids]
 
 
 def _infer_all(graph: Graph, kind: str, inputs: Sequence[Node], given) -> list:
@@ -134,22 +150,27 @@ class SubgraphService:
     def infer(self, graph: Graph, kind: str, in_values: list, out_values: list):
         return _infer(graph.outputs, self.inputs_of(graph), kind, in_values, out_values)
 
-    def _plan(self, graph: Graph, key: str, outputs, inputs, arrays) -> _Compiled:
-        sig = (key, tuple(a.shape for a in arrays), tuple(a.dtype for a in arrays))
+    def _plan(self, graph: Graph, key: str, outputs, inputs, shapes, dtypes, forward=frozenset()):
+        sig = (key, tuple(shapes), tuple(dtypes))
         with self._lock:
             plans = self._plans.setdefault(graph, {})
             plan = plans.get(sig)
             if plan is None:
-                plan = plans[sig] = _Compiled(outputs, inputs, sig[1], sig[2])
+                plan = plans[sig] = _Compiled(outputs, inputs, sig[1], sig[2], forward)
         return plan
+
+    def _forward_plan(self, graph: Graph, arrays) -> _Compiled:
+        return self._plan(graph, "forward", graph.outputs, self.inputs_of(graph),
+                          [a.shape for a in arrays], [a.dtype for a in arrays])
 
     def run(self, graph: Graph, inputs: Sequence[np.ndarray], octx) -> List[np.ndarray]:
         arrays = [np.asarray(a) for a in inputs]
-        return self._plan(graph, "forward", graph.outputs, self.inputs_of(graph), arrays).run(arrays, octx)
+        return self._forward_plan(graph, arrays).run(arrays, octx)
 
     def _grad_graph(self, graph: Graph):
-        """``(outputs, inputs)`` of the subgraph's gradient graph: one output per subgraph input,
-        inputs the subgraph's inputs followed by one head-gradient variable per output."""
+        """``(outputs, inputs, forward node ids)`` of the subgraph's training graph: its outputs,
+        then one gradient per subgraph input; inputs are the subgraph's inputs followed by one
+        head-gradient variable per output."""
         with self._lock:
             cached = self._grads.get(graph)
             if cached is None:
@@ -157,17 +178,33 @@ class SubgraphService:
                 heads = [Node(None, f"_head_grad_{i}") for i in range(len(graph.outputs))]
                 grads = gradient(Graph(graph.outputs), xs=[NodeEntry(x, 0, 0) for x in xs],
                                  ys=graph.outputs, ys_out_grad=[NodeEntry(h, 0, 0) for h in heads])
-                cached = self._grads[graph] = (grads.outputs, xs + heads)
+                forward = frozenset(id(n) for n in graph.indexed.nodes)
+                cached = self._grads[graph] = (list(graph.outputs) + grads.outputs, xs + heads, forward)
         return cached
 
-    def grad(self, graph: Graph, inputs: Sequence[np.ndarray], head_grads: Sequence, octx):
+    def record(self, graph: Graph, inputs: Sequence[np.ndarray], octx):
+        """Run the subgraph keeping every intermediate value: ``(outputs, tape)`` for ``grad``."""
         arrays = [np.asarray(a) for a in inputs]
-        fwd = self._plan(graph, "forward", graph.outputs, self.inputs_of(graph), arrays)
-        heads = [np.zeros(s, t) if g is None else np.asarray(g)
-                 for g, s, t in zip(head_grads, fwd.out_shapes, fwd.out_dtypes)]
-        outputs, grad_inputs = self._grad_graph(graph)
-        feed = arrays + heads
-        return self._plan(graph, "gradient", outputs, grad_inputs, feed).run(feed, octx)
+        fwd = self._forward_plan(graph, arrays)
+        outputs, grad_inputs, forward = self._grad_graph(graph)
+        plan = self._plan(graph, "gradient", outputs, grad_inputs,
+                          [a.shape for a in arrays] + fwd.out_shapes,
+                          [a.dtype for a in arrays] + fwd.out_dtypes, forward)
+        values = plan.start(arrays)
+        plan.run_steps(values, octx, part=True)
+        n = len(graph.outputs)
+        return [values[e] for e in plan.out_eids[:n]], (plan, values, len(arrays))
+
+    def grad(self, graph: Graph, tape, head_grads: Sequence, octx) -> List[np.ndarray]:
+        """The gradient of every subgraph input, from a ``record`` tape and the outputs' gradients
+        (``None``: zero), running only the backward part of the training graph."""
+        plan, values, n_in = tape
+        n = len(graph.outputs)
+        for eid, g, s, t in zip(plan.in_eids[n_in:], head_grads, plan.out_shapes[:n], plan.out_dtypes[:n]):
+            if eid is not None:
+                values[eid] = np.zeros(s, t) if g is None else np.asarray(g)
+        plan.run_steps(values, octx, part=False)
+        return [values[e] for e in plan.out_eids[n:]]
 
 
 SERVICE = SubgraphService()

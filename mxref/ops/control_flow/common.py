@@ -26,9 +26,13 @@ class SubgraphService(Protocol):
     def run(self, graph, inputs: Sequence[np.ndarray], octx) -> List[np.ndarray]:
         """The subgraph's outputs for these input arrays."""
 
-    def grad(self, graph, inputs: Sequence[np.ndarray], head_grads: Sequence[np.ndarray],
+    def record(self, graph, inputs: Sequence[np.ndarray], octx) -> Tuple[List[np.ndarray], Any]:
+        """Like ``run``, keeping what the gradient needs: ``(outputs, tape)``."""
+
+    def grad(self, graph, tape, head_grads: Sequence[Optional[np.ndarray]],
              octx) -> List[Optional[np.ndarray]]:
-        """The gradient of every subgraph input given the outputs' gradients (``None``: zero)."""
+        """The gradient of every subgraph input of a recorded run, given the outputs' gradients
+        (``None``: zero)."""
 
 
 _SERVICE: List[Any] = [None]

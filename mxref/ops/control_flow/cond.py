@@ -63,7 +63,8 @@ def backward(octx, p, inputs, outputs, req):
     ograds, fwd_in = inputs[:p["num_outputs"]], inputs[p["num_outputs"]:]
     graph, locs = _branch(octx, p, fwd_in)
     grads = [None] * len(fwd_in)
-    scatter_add(grads, locs, service().grad(graph, gather(fwd_in, locs), ograds, octx))
+    _, tape = service().record(graph, gather(fwd_in, locs), octx)
+    scatter_add(grads, locs, service().grad(graph, tape, ograds, octx))
     write_outputs(outputs, req, grads)
 
 

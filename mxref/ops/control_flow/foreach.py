@@ -58,25 +58,28 @@ def _infer(kind):
     return rule
 
 
-def _steps(octx, p, inputs):
-    """Run the loop; yields ``(feed, sub_outputs)`` per step (the backward replays the feeds)."""
+def _steps(octx, p, inputs, record=False):
+    """Run the loop; yields each step's outputs, or ``(outputs, tape)`` when recording for the
+    backward (which replays the forward: the operator keeps no state between the two)."""
     nd, ns = len(p["in_data_locs"]), len(p["in_state_locs"])
     locs, graph = _sub_locs(p), p["subgraphs"][0]
+    run = service().record if record else service().run
     feed = [None] * len(locs)
     for k, loc in enumerate(locs):
         feed[loc] = inputs[k]
     for t in range(inputs[0].shape[0] if nd else 0):
         for k in range(nd):
             feed[locs[k]] = row(inputs[k], t)
-        outs = service().run(graph, feed, octx)
-        yield list(feed), outs
+        step = run(graph, feed, octx)
+        yield step
+        outs = step[0] if record else step
         for k in range(ns):
             feed[locs[nd + k]] = outs[p["num_out_data"] + k]
 
 
 def forward(octx, p, inputs, outputs, req):
     nod, ns = p["num_out_data"], len(p["in_state_locs"])
-    steps = [outs for _, outs in _steps(octx, p, inputs)]
+    steps = list(_steps(octx, p, inputs))
     states = steps[-1][nod:] if steps else inputs[len(p["in_data_locs"]):][:ns]
     for k in range(nod):
         for t, outs in enumerate(steps):
@@ -89,13 +92,13 @@ def backward(octx, p, inputs, outputs, req):
     nd, ns = len(p["in_data_locs"]), len(p["in_state_locs"])
     ograds, fwd_in = inputs[:nout], inputs[nout:]
     locs, graph = _sub_locs(p), p["subgraphs"][0]
-    feeds = [feed for feed, _ in _steps(octx, p, fwd_in)]
+    tapes = [tape for _, tape in _steps(octx, p, fwd_in, record=True)]
     grads = [None] * len(fwd_in)
-    data_grads = [[None] * len(feeds) for _ in range(nd)]
+    data_grads = [[None] * len(tapes) for _ in range(nd)]
     state_grads = list(ograds[nod:])
-    for t in reversed(range(len(feeds))):
+    for t in reversed(range(len(tapes))):
         head = [row(g, t) for g in ograds[:nod]] + state_grads
-        sub_grads = service().grad(graph, feeds[t], head, octx)
+        sub_grads = service().grad(graph, tapes[t], head, octx)
         for k in range(nd):
             data_grads[k][t] = sub_grads[locs[k]]
         state_grads = [sub_grads[locs[nd + k]] for k in range(ns)]

@@ -61,26 +61,31 @@ def _infer(kind):
     return rule
 
 
-def _steps(octx, p, inputs):
-    """Run the loop; returns the node inputs of every step run and the step outputs."""
+def _steps(octx, p, inputs, record=False):
+    """Run the loop; returns each step's outputs, the final loop variables and, when recording
+    for the backward (which replays the forward), each step's tape."""
     cond_g, func_g = p["subgraphs"]
     cur, var_in, nod = list(inputs), _var_inputs(p), p["num_out_data"]
-    feeds, outs = [], []
-    while len(feeds) < p["max_iterations"]:
+    outs, tapes = [], []
+    while len(outs) < p["max_iterations"]:
         (pred,) = service().run(cond_g, gather(cur, p["cond_input_locs"]), octx)
         if not scalar_bool(pred, "while_loop: the result of cond"):
             break
-        step = service().run(func_g, gather(cur, p["func_input_locs"]), octx)
-        feeds.append(list(cur))
+        feed = gather(cur, p["func_input_locs"])
+        if record:
+            step, tape = service().record(func_g, feed, octx)
+            tapes.append(tape)
+        else:
+            step = service().run(func_g, feed, octx)
         outs.append(step[:nod])
         for k, i in enumerate(var_in):
             cur[i] = step[nod + k]
-    return feeds, outs, [cur[i] for i in var_in]
+    return outs, [cur[i] for i in var_in], tapes
 
 
 def forward(octx, p, inputs, outputs, req):
     nod = p["num_out_data"]
-    _, outs, final = _steps(octx, p, inputs)
+    outs, final, _ = _steps(octx, p, inputs)
     for k in range(nod):
         for t in range(p["max_iterations"]):
             write_outputs([row(outputs[k], t)], [req[k]], [outs[t][k] if t < len(outs) else None])
@@ -91,12 +96,12 @@ def backward(octx, p, inputs, outputs, req):
     nout, nod, func_g = p["num_outputs"], p["num_out_data"], p["subgraphs"][1]
     ograds, fwd_in = inputs[:nout], inputs[nout:]
     var_in, locs = _var_inputs(p), p["func_input_locs"]
-    feeds, _, _ = _steps(octx, p, fwd_in)
+    _, _, tapes = _steps(octx, p, fwd_in, record=True)
     grads = [None] * len(fwd_in)
     var_grads = list(ograds[nod:])
-    for t in reversed(range(len(feeds))):
+    for t in reversed(range(len(tapes))):
         head = [row(g, t) for g in ograds[:nod]] + var_grads
-        sub_grads = service().grad(func_g, gather(feeds[t], locs), head, octx)
+        sub_grads = service().grad(func_g, tapes[t], head, octx)
         var_grads = [sub_grads[j] for j in p["func_var_locs"]]
         rest = [None if j in p["func_var_locs"] else g for j, g in enumerate(sub_grads)]
         scatter_add(grads, locs, rest)
