@@ -168,41 +168,54 @@ class SubgraphService:
         return self._forward_plan(graph, arrays).run(arrays, octx)
 
     def _grad_graph(self, graph: Graph):
-        """``(outputs, inputs, forward node ids)`` of the subgraph's training graph: its outputs,
-        then one gradient per subgraph input; inputs are the subgraph's inputs followed by one
-        head-gradient variable per output."""
+        """The subgraph's training graph, as ``(outputs, inputs, forward node ids, head_of)``:
+        outputs are the subgraph's outputs then one gradient per subgraph input; inputs are the
+        subgraph's inputs then one head-gradient variable per *distinct* output entry, and
+        ``head_of[i]`` is the head of output ``i`` (an entry returned twice, as a step output and
+        as a state, takes the sum of both gradients: the gradient pass wants each ``y`` once)."""
         with self._lock:
             cached = self._grads.get(graph)
             if cached is None:
                 xs = self.inputs_of(graph)
-                heads = [Node(None, f"_head_grad_{i}") for i in range(len(graph.outputs))]
-                grads = gradient(Graph(graph.outputs), xs=[NodeEntry(x, 0, 0) for x in xs],
-                                 ys=graph.outputs, ys_out_grad=[NodeEntry(h, 0, 0) for h in heads])
+                first: Dict[tuple, int] = {}
+                head_of = [first.setdefault((id(e.node), e.index), len(first)) for e in graph.outputs]
+                ys = [graph.outputs[head_of.index(k)] for k in range(len(first))]
+                heads = [Node(None, f"_head_grad_{i}") for i in range(len(ys))]
+                grads = gradient(Graph(ys), xs=[NodeEntry(x, 0, 0) for x in xs], ys=ys,
+                                 ys_out_grad=[NodeEntry(h, 0, 0) for h in heads])
                 forward = frozenset(id(n) for n in graph.indexed.nodes)
-                cached = self._grads[graph] = (list(graph.outputs) + grads.outputs, xs + heads, forward)
+                cached = self._grads[graph] = (list(graph.outputs) + grads.outputs, xs + heads,
+                                               forward, head_of)
         return cached
 
     def record(self, graph: Graph, inputs: Sequence[np.ndarray], octx):
         """Run the subgraph keeping every intermediate value: ``(outputs, tape)`` for ``grad``."""
         arrays = [np.asarray(a) for a in inputs]
         fwd = self._forward_plan(graph, arrays)
-        outputs, grad_inputs, forward = self._grad_graph(graph)
+        outputs, grad_inputs, forward, head_of = self._grad_graph(graph)
+        firsts = [head_of.index(k) for k in range(max(head_of, default=-1) + 1)]
         plan = self._plan(graph, "gradient", outputs, grad_inputs,
-                          [a.shape for a in arrays] + fwd.out_shapes,
-                          [a.dtype for a in arrays] + fwd.out_dtypes, forward)
+                          [a.shape for a in arrays] + [fwd.out_shapes[i] for i in firsts],
+                          [a.dtype for a in arrays] + [fwd.out_dtypes[i] for i in firsts], forward)
         values = plan.start(arrays)
         plan.run_steps(values, octx, part=True)
         n = len(graph.outputs)
-        return [values[e] for e in plan.out_eids[:n]], (plan, values, len(arrays))
+        return [values[e] for e in plan.out_eids[:n]], (plan, values, len(arrays), head_of)
 
     def grad(self, graph: Graph, tape, head_grads: Sequence, octx) -> List[np.ndarray]:
         """The gradient of every subgraph input, from a ``record`` tape and the outputs' gradients
         (``None``: zero), running only the backward part of the training graph."""
-        plan, values, n_in = tape
+        plan, values, n_in, head_of = tape
         n = len(graph.outputs)
-        for eid, g, s, t in zip(plan.in_eids[n_in:], head_grads, plan.out_shapes[:n], plan.out_dtypes[:n]):
+        summed: List[Optional[np.ndarray]] = [None] * len(plan.in_eids[n_in:])
+        for k, g in zip(head_of, head_grads):
+            if g is not None:
+                summed[k] = np.array(g, copy=True) if summed[k] is None else summed[k] + g
+        for k, eid in enumerate(plan.in_eids[n_in:]):
             if eid is not None:
-                values[eid] = np.zeros(s, t) if g is None else np.asarray(g)
+                i = head_of.index(k)
+                values[eid] = np.zeros(plan.out_shapes[i], plan.out_dtypes[i]) if summed[k] is None \
+                    else summed[k]
         plan.run_steps(values, octx, part=False)
         return [values[e] for e in plan.out_eids[n:]]
 

@@ -59,16 +59,19 @@ def _in_subgraph(node: Node, name: str) -> bool:
     return node.attrs.get(_SUBGRAPH, "") == name
 
 
-def _close(outputs: List[Symbol], name: str) -> List[NodeEntry]:
-    """Step 1: every output becomes an entry of a subgraph node that is not an input."""
+def _close(outputs: List[Symbol], name: str, num_out_data: int = None) -> List[NodeEntry]:
+    """Step 1: every output becomes an entry of a subgraph node that is not an input. For
+    ``foreach`` (``num_out_data`` given) a state named like a step output is copied too, so
+    states and step outputs never share an entry (MXNet's rule, by name)."""
     from . import op
     inputs = set(Group(outputs).list_inputs()) if outputs else set()
-    closed, seen = [], set()
-    for o in outputs:
+    out_names = {o.name for o in outputs[:num_out_data]} if num_out_data is not None else set()
+    closed = []
+    for k, o in enumerate(outputs):
         e = o._outputs[0]
-        if o.name in inputs or not _in_subgraph(e.node, name) or (id(e.node), e.index) in seen:
+        is_state_like_output = num_out_data is not None and k >= num_out_data and o.name in out_names
+        if o.name in inputs or not _in_subgraph(e.node, name) or is_state_like_output:
             e = op.identity(o)._outputs[0]
-        seen.add((id(e.node), e.index))
         closed.append(e)
     return closed
 
@@ -95,8 +98,8 @@ def _cut(outputs: List[NodeEntry], name: str) -> Dict[str, NodeEntry]:
 class _Subgraph:
     """A traced, closed and cut subgraph: its graph, input names and the outer entries cut off."""
 
-    def __init__(self, outputs: List[Symbol], name: str):
-        entries = _close(outputs, name)
+    def __init__(self, outputs: List[Symbol], name: str, num_out_data: int = None):
+        entries = _close(outputs, name, num_out_data)
         self.outer = _cut(entries, name)
         self.graph = Graph(entries)
         idx = self.graph.indexed
@@ -157,7 +160,7 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
         if new_fmt != state_fmt:
             raise MXNetError(f"foreach: the body returns states of format {new_fmt}, but the "
                              f"initial states have format {state_fmt}")
-        return _Subgraph(outs + new_states, name), len(outs), out_fmt
+        return _Subgraph(outs + new_states, name, len(outs)), len(outs), out_fmt
     sub, num_out_data, out_fmt = _trace(name, flat_data + flat_states, build)
     ins = [s._outputs[0] for s in flat_data + flat_states]
     data_locs, state_locs, remain_locs = [], [], []

@@ -186,3 +186,26 @@ def test_unique_subgraph_names():
         assert dict(AttrScope._subgraph_names) == {"outer": 1, "outer0$inner": 1}
     finally:
         AttrScope._subgraph_names = saved
+
+
+def test_shared_entries_are_closed_as_mxnet_does():
+    """A state named like a step output gets an identity (foreach); an entry returned both as a
+    step output and as a loop variable stays one entry (while_loop): MXNet's JSON, and the
+    gradient through the shared entry is the sum of both uses."""
+    def split_body(x, s):
+        q = mx.sym.split(x + s[0], num_outputs=2, axis=0)
+        return [q[0], q[0]], [q[1]]
+    out, states = mx.sym.contrib.foreach(split_body, mx.sym.var("d"), [mx.sym.var("h")])
+    doc = json.loads(mx.sym.Group(out + states).tojson())
+    sub = [n for n in doc["nodes"] if n["op"] == "_foreach"][0]["subgraphs"][0]
+    assert [n["op"] for n in sub["nodes"]].count("_copy") == 1
+    o, v = mx.sym.contrib.while_loop(lambda a: mx.sym.sum(a) < 5, lambda a: (lambda b: (b, [b]))(a * 2),
+                                     [mx.sym.var("a")], max_iterations=3)
+    net = mx.sym.Group([o] + v)
+    heads = [n["heads"] for n in json.loads(net.tojson())["nodes"][1]["subgraphs"][1:]][0]
+    assert heads[0] == heads[1]
+    a, g = mx.nd.array([0.5, 0.25]), mx.nd.zeros((2,))
+    ex = net.bind(mx.cpu(), {"a": a}, args_grad={"a": g})
+    ex.forward(is_train=True)
+    ex.backward([mx.nd.ones((3, 2)), mx.nd.ones((2,))])
+    np.testing.assert_allclose(g.asnumpy(), [2 + 4 + 8 + 8] * 2)

@@ -115,18 +115,15 @@ def scatter_add(total: list, locs: Sequence[int], grads: Sequence) -> None:
             total[j] = g.copy() if total[j] is None else total[j] + g
 
 
-def backward_rule():
+def backward_rule(p, ins):
     """Shape/type rule of a ``_backward_*`` node: inputs are ``ograds + forward inputs``, outputs
     are the forward inputs' gradients, so each output is like the forward input it belongs to."""
-    def rule(p, ins):
-        fwd = list(ins[p["num_outputs"]:])
-        return list(ins), fwd
-    return rule
+    return list(ins), list(ins[p["num_outputs"]:])
 
 
 def gradient_of(backward_op: str):
     """The op's ``gradient``: one ``_backward_*`` node reading the output gradients and the forward
-    inputs (it recomputes the forward iterations itself), carrying the same subgraphs."""
+    inputs (it replays the forward iterations itself), carrying the same subgraphs."""
     def gradient(node, ograds):
         bwd = make_node(backward_op, list(ograds) + list(node.inputs), node.name + "_backward",
                         attrs=dict(node.attrs), params=node.params)
@@ -137,6 +134,7 @@ def gradient_of(backward_op: str):
 
 
 def write_outputs(outputs, req, values) -> None:
+    """Write each value as its ``req`` says; a ``None`` value is zero (a gradient that is not)."""
     for out, r, v in zip(outputs, req, values):
         if r == "null":
             continue
@@ -150,6 +148,7 @@ def write_outputs(outputs, req, values) -> None:
 
 
 def scalar_bool(x, what: str) -> bool:
+    """The truth of a one-element array (a predicate's result); ``MXNetError`` for any other."""
     arr = np.asarray(x)
     if arr.size != 1:
         raise MXNetError(f"{what} must be a scalar (one element), got shape {arr.shape}")

@@ -74,4 +74,4 @@ register(OpDef("_cond", forward, params=PARAMS, arguments=input_names(3), output
 register(OpDef("_backward_cond", backward, params=PARAMS,
                arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + input_names(3)(p),
                outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - 3)],
-               infer_shape=backward_rule(), infer_type=backward_rule()))
+               infer_shape=backward_rule, infer_type=backward_rule))

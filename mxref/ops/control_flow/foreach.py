@@ -120,4 +120,4 @@ register(OpDef("_foreach", forward, params=PARAMS, arguments=input_names(1), out
 register(OpDef("_backward_foreach", backward, params=PARAMS,
                arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + input_names(1)(p),
                outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - 1)],
-               infer_shape=backward_rule(), infer_type=backward_rule()))
+               infer_shape=backward_rule, infer_type=backward_rule))

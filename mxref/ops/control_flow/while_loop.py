@@ -116,4 +116,4 @@ register(OpDef("_while_loop", forward, params=PARAMS, arguments=input_names(2), 
 register(OpDef("_backward_while_loop", backward, params=PARAMS,
                arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + input_names(2)(p),
                outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - 2)],
-               infer_shape=backward_rule(), infer_type=backward_rule()))
+               infer_shape=backward_rule, infer_type=backward_rule))
