@@ -209,3 +209,32 @@ def test_shared_entries_are_closed_as_mxnet_does():
     ex.forward(is_train=True)
     ex.backward([mx.nd.ones((3, 2)), mx.nd.ones((2,))])
     np.testing.assert_allclose(g.asnumpy(), [2 + 4 + 8 + 8] * 2)
+
+
+@pytest.mark.parametrize("bad,message", [
+    ("7", "'subgraphs' must be a list"),
+    ("[3]", "subgraph 0 needs 'nodes' and 'heads' lists"),
+    ('[{"nodes": [], "heads": [[5, 0, 0]]}]', "in subgraph 0 of node"),
+])
+def test_malformed_subgraphs_are_named(bad, message):
+    """A broken ``subgraphs`` value is an MXNetError naming the node, not a crash."""
+    text, _ = _fixture("foreach")
+    doc = json.loads(text)
+    node = next(n for n in doc["nodes"] if n["op"] == "_foreach")
+    node["subgraphs"] = json.loads(bad)
+    with pytest.raises(mx.MXNetError, match=message):
+        mx.sym.load_json(json.dumps(doc))
+
+
+def test_deeply_nested_subgraphs_are_refused():
+    inner = {"nodes": [{"op": "null", "name": "x", "inputs": []}], "heads": [[0, 0, 0]]}
+    for _ in range(40):
+        inner = {"nodes": [{"op": "null", "name": "x", "inputs": []},
+                           {"op": "_foreach", "name": "f", "inputs": [[0, 0, 0]],
+                            "attrs": {"num_args": "2", "num_outputs": "1", "num_out_data": "0",
+                                      "in_data_locs": "[]", "in_state_locs": "[0]",
+                                      "remain_locs": "[]"},
+                            "subgraphs": [inner]}],
+                 "heads": [[1, 0, 0]]}
+    with pytest.raises(mx.MXNetError, match="nested deeper than"):
+        mx.sym.load_json(json.dumps(dict(inner, attrs={"mxnet_version": ["int", 10901]})))
