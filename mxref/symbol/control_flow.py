@@ -183,9 +183,12 @@ def foreach(body: Callable, data, init_states, name: str = "foreach"):
     return outs, states
 
 
-def _union_inputs(subs: List[_Subgraph], placeholder_entries: Dict[str, Tuple[tuple, NodeEntry]]):
+def _union_inputs(subs: List[_Subgraph], placeholder_entries: Dict[str, Tuple[tuple, NodeEntry]],
+                  by_name: bool = False):
     """The node's inputs for several subgraphs, each outer entry once; per subgraph, the node
-    input feeding each of its inputs. Placeholders (loop variables) map by name to their entry."""
+    input feeding each of its inputs. Placeholders (loop variables) map by name to their entry.
+    ``by_name`` (``cond``, as MXNet) also shares one input among subgraph inputs of one name, so
+    a variable each branch makes for itself (``mx.sym.var('q')``) is one input of the node."""
     inputs: List[NodeEntry] = []
     where: Dict[tuple, int] = {}
     all_locs = []
@@ -193,6 +196,7 @@ def _union_inputs(subs: List[_Subgraph], placeholder_entries: Dict[str, Tuple[tu
         locs = []
         for k, in_name in enumerate(sub.input_names):
             key, entry = placeholder_entries.get(in_name) or sub.outer_input(k)
+            key = ("name", in_name) if by_name else key
             if key not in where:
                 where[key] = len(inputs)
                 inputs.append(entry)
@@ -281,7 +285,8 @@ def cond(pred, then_func: Callable, else_func: Callable, name: str = "cond"):
         raise ValueError("pred should always be a single output")
     if n_then != n_else:
         raise ValueError("Number of outputs differs between then-branch and else-branch")
-    inputs, (cond_locs, then_locs, else_locs) = _union_inputs([cond_sub, then_sub, else_sub], {})
+    inputs, (cond_locs, then_locs, else_locs) = _union_inputs([cond_sub, then_sub, else_sub], {},
+                                                              by_name=True)
     ret = _make("_cond", [cond_sub, then_sub, else_sub], inputs, cond_input_locs=cond_locs,
                 then_input_locs=then_locs, else_input_locs=else_locs, num_outputs=n_then)
     outs, _ = regroup([ret[i] for i in range(n_then)], then_fmt)

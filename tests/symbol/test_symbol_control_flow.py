@@ -238,3 +238,13 @@ def test_deeply_nested_subgraphs_are_refused():
                  "heads": [[1, 0, 0]]}
     with pytest.raises(mx.MXNetError, match="nested deeper than"):
         mx.sym.load_json(json.dumps(dict(inner, attrs={"mxnet_version": ["int", 10901]})))
+
+
+def test_cond_branches_share_a_variable_of_one_name():
+    """A variable both branches make for themselves is one input of the _cond node (MXNet)."""
+    x = mx.sym.var("x")
+    out = mx.sym.contrib.cond(mx.sym.sum(x) > 0, lambda: x * mx.sym.var("q"), lambda: x + mx.sym.var("q"))
+    assert out.list_inputs() == ["x", "q"]
+    for xv, expect in (([1.0, 2.0], [3.0, 6.0]), ([-1.0, -2.0], [2.0, 1.0])):
+        res = out.eval(x=mx.nd.array(xv), q=mx.nd.array([3.0, 3.0]))
+        np.testing.assert_allclose(res[0].asnumpy(), expect)
