@@ -7,6 +7,7 @@ them for their own parameters; ``Symbol.attr('lr_mult')`` still finds them.
 from __future__ import annotations
 
 import threading
+from collections import defaultdict
 from typing import Dict, Optional
 
 __all__ = ["AttrScope", "HIDDEN_KEYS", "hide_key", "current"]
@@ -42,6 +43,9 @@ class AttrScope(metaclass=_CurrentProperty):
     >>> a.attr('ctx_group')
     'dev1'
     """
+
+    # How many subgraphs of each name the control-flow operators made (``foreach0``, ``foreach1``).
+    _subgraph_names: Dict[str, int] = defaultdict(int)
 
     def __init__(self, **kwargs: str):
         for key, value in kwargs.items():

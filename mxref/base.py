@@ -114,3 +114,12 @@ def dtype_name(dtype) -> str:
 # (``gather_nd``); the engine re-raises it with its type at the wait.
 class MXNetIndexError(MXNetError, IndexError):
     """An index out of range: both ``MXNetError`` and ``IndexError``."""
+
+
+# -- control flow (mxref/ndarray/control_flow.py, mxref/symbol/control_flow.py) ------------------
+
+def _as_list(obj):
+    """``obj`` itself if it is a list or tuple, else ``[obj]`` (MXNet's ``base._as_list``)."""
+    if isinstance(obj, (list, tuple)):
+        return obj
+    return [obj]

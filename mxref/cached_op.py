@@ -135,7 +135,8 @@ class CachedOp:
         idx = plan.idx
         slot_of = {}
         for s, name in enumerate(data_names):
-            slot_of[idx.entry_id(plan.input_nid[name], 0)] = s
+            if name in plan.input_nid:      # a data input the graph never reads has no entry
+                slot_of[idx.entry_id(plan.input_nid[name], 0)] = s
         self.num_data = len(data_names)
         out_eids = [idx.entry_id(e) for e in plan.graph.outputs[:plan.num_forward_outputs]]
         # outputs written into new arrays: (index, shape, dtype); the others are copied, from the

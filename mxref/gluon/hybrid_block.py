@@ -66,8 +66,10 @@ class _ExecEntry:
     """An executor bound to one input signature, with what a call needs to use it."""
 
     def __init__(self, executor, data_names: List[str], grad_names: List[str],
-                 grad_params: List[Parameter], direct: List[NDArray], param_inputs: List[NDArray]):
+                 grad_params: List[Parameter], direct: List[NDArray], param_inputs: List[NDArray],
+                 unused: Optional[dict] = None):
         self.executor = executor
+        self.unused = unused or {}            # data inputs the graph never reads: (shape, dtype)
         self.data_names = data_names
         self.grad_names = grad_names          # the data inputs then the parameters taking a gradient
         self.grad_params = grad_params
@@ -136,8 +138,9 @@ class _ExecEntry:
             for name in self.grad_names:
                 g = grads.get(name)
                 if g is None:
-                    arr = self.executor.arg_dict[name]
-                    g = nd.zeros(arr.shape, arr.context, arr.dtype)
+                    arr = self.executor.arg_dict.get(name)
+                    shape, dtype = self.unused[name] if arr is None else (arr.shape, arr.dtype)
+                    g = nd.zeros(shape, self._ctx, dtype)
                 out.append(g)
             self._input_grads = out
         return self._input_grads
@@ -266,8 +269,12 @@ class HybridBlock(Block):
             if entry.usable():
                 return entry
         data_names = [i.name for i in inputs]
-        arg_arrays, grads, reqs = {}, {}, {}
+        arg_arrays, grads, reqs, unused = {}, {}, {}, {}
+        graph_inputs = set(out.list_inputs())
         for name, x, wants in zip(data_names, flat, needs_grad):
+            if name not in graph_inputs:    # an input the graph never reads: its gradient is zero
+                unused[name] = (x.shape, x.dtype)
+                continue
             arg_arrays[name] = _memoryless(x.shape, ctx, x.dtype)   # each call's own x is read
             if wants:
                 grads[name] = nd.zeros(x.shape, ctx, x.dtype)
@@ -291,10 +298,11 @@ class HybridBlock(Block):
                 grad_params.append(p)
                 param_inputs.append(arg_arrays[name])
         for name in data_names:
-            reqs[name] = "write" if name in grads else "null"
+            if name not in unused:
+                reqs[name] = "write" if name in grads else "null"
         aux = {name: params[name].data(ctx) for name in out.list_auxiliary_states()}
         executor = _bind(out, ctx, arg_arrays, grads or None, reqs, aux)
-        entry = _ExecEntry(executor, data_names, grad_names, grad_params, direct, param_inputs)
+        entry = _ExecEntry(executor, data_names, grad_names, grad_params, direct, param_inputs, unused)
         self._evict_signatures()
         self._cached_execs.setdefault(key, []).append(entry)
         return entry

@@ -50,9 +50,15 @@ class Node:
     ``attrs`` are MXNet's string attributes (what JSON stores: the op parameters the user set plus
     user attributes such as ``__shape__`` or ``__lr_mult__``); ``params`` is the parsed, typed view
     of the op parameters with defaults filled in.
+
+    ``subgraphs`` holds the graphs a control-flow operator runs (``_foreach``'s loop body; nnvm's
+    ``NodeAttrs::subgraphs``), each a ``Graph`` whose input variables are the node's inputs in the
+    order the operator's ``*_locs`` parameters give. The parsed ``params`` carry them too, under
+    the key ``'subgraphs'``, so an operator's rules and kernels, which see only ``params``, reach
+    them (docs/architecture/control-flow.md).
     """
 
-    __slots__ = ("op", "name", "attrs", "inputs", "control_deps", "_params", "extra")
+    __slots__ = ("op", "name", "attrs", "inputs", "control_deps", "_params", "extra", "subgraphs")
 
     def __init__(self, op: Optional[Any], name: str, attrs: Dict[str, str] = None,
                  inputs: Sequence[NodeEntry] = (), control_deps: Sequence["Node"] = ()):
@@ -63,6 +69,7 @@ class Node:
         self.control_deps: List[Node] = list(control_deps)
         self._params = None
         self.extra: Dict = {}  # pass-private data (e.g. the forward node of a backward node)
+        self.subgraphs: List[Any] = []
 
     @property
     def is_variable(self) -> bool:
@@ -77,6 +84,8 @@ class Node:
             else:
                 op_attrs = {k: v for k, v in self.attrs.items() if not k.startswith("__")}
                 self._params = self.op.parse_params(op_attrs)
+        if self.subgraphs and "subgraphs" not in self._params:
+            self._params = dict(self._params, subgraphs=tuple(self.subgraphs))
         return self._params
 
     def num_outputs(self) -> int:

@@ -47,5 +47,6 @@ def copy_graph(outputs: Sequence[NodeEntry]) -> List[NodeEntry]:
                     [new[id(d)] for d in node.control_deps])
         twin._params = node._params
         twin.extra = dict(node.extra)
+        twin.subgraphs = list(node.subgraphs)   # shared, like the parameters: never mutated
         new[id(node)] = twin
     return [NodeEntry(new[id(e.node)], e.index, e.version) for e in outputs]

@@ -32,6 +32,12 @@ __all__ = ["NDArray", "random", "sparse", "is_training", "set_is_training", "loa
 
 _populate(sys.modules[__name__])
 
+# control flow: Python loops over NDArrays (mxref/ndarray/control_flow.py)
+from . import control_flow as _control_flow  # noqa: E402
+
+for _fn in (_control_flow.foreach, _control_flow.while_loop, _control_flow.cond):
+    setattr(sys.modules[__name__].contrib, _fn.__name__, _fn)   # contrib is made by _populate
+
 
 def __getattr__(name: str):
     """Operators registered after import (plugins, tests) still appear as ``mx.nd.<name>``."""

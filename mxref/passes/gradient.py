@@ -78,6 +78,7 @@ def _mirror_map(topo: List[Node], mirror_fun: Callable[[Node], bool]) -> Dict[in
         deps = [mirror[id(d)] for d in node.control_deps]
         copy = Node(node.op, node.name + "_mirror", node.attrs, inputs, deps)
         copy._params = node._params
+        copy.subgraphs = node.subgraphs
         copy.extra = dict(node.extra, mirror_of=node)
         mirror[id(node)] = copy
     return mirror

@@ -20,6 +20,12 @@ sparse = _NAMESPACES["sparse"]
 image = _NAMESPACES["image"]
 random = _NAMESPACES["random"]
 
+# control flow traced into subgraphs (mxref/symbol/control_flow.py)
+from . import control_flow as _control_flow  # noqa: E402
+
+for _fn in (_control_flow.foreach, _control_flow.while_loop, _control_flow.cond):
+    setattr(contrib, _fn.__name__, _fn)
+
 
 def _init_symbol_module() -> None:
     """Generate functions for every operator registered so far; ``mxref/__init__`` calls it last."""

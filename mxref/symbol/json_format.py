@@ -7,6 +7,8 @@ A graph file is an object with
 * ``arg_nodes``    — ids of every variable node (auxiliary states included)
 * ``node_row_ptr`` — prefix sums of the nodes' output counts (entry ids)
 * ``heads``        — the graph outputs as ``[nid, index, version]``
+* ``subgraphs``    — (on a control-flow node) its body graphs, each a document like this one
+                     without ``attrs`` (``docs/architecture/control-flow.md``)
 * ``attrs``        — ``{"mxnet_version": ["int", 10901]}``
 
 Files written before MXNet 1.0 use ``param``/``attr`` instead of ``attrs``, store hidden keys
@@ -21,7 +23,7 @@ from typing import Dict, List, Sequence
 
 from ..attribute import HIDDEN_KEYS
 from ..base import MXNetError
-from ..graph import Node, NodeEntry, topo_sort
+from ..graph import Graph, Node, NodeEntry, topo_sort
 from ..ops import registry
 
 __all__ = ["MXNET_VERSION", "to_json", "from_json", "variable_version", "apply_input_var_attrs"]
@@ -84,6 +86,14 @@ def _write(value, depth: int) -> str:
 
 def to_json(outputs: Sequence[NodeEntry]) -> str:
     """The graph reachable from ``outputs`` as MXNet 1.9.1 writes it (``Symbol.tojson``)."""
+    doc = _graph_doc(outputs)
+    doc.append(("attrs", {"mxnet_version": ["int", MXNET_VERSION]}))
+    return _write(doc, 0)
+
+
+def _graph_doc(outputs: Sequence[NodeEntry]) -> "_Object":
+    """One graph's ``nodes``, ``arg_nodes``, ``node_row_ptr`` and ``heads``; a control-flow node's
+    subgraphs are written the same way under its ``subgraphs`` key (without ``attrs``, as MXNet)."""
     nodes = topo_sort(outputs)
     nid = {id(n): i for i, n in enumerate(nodes)}
     row_ptr = [0]
@@ -96,21 +106,22 @@ def to_json(outputs: Sequence[NodeEntry]) -> str:
         fields.append(("inputs", [[nid[id(e.node)], e.index, e.version] for e in node.inputs]))
         if node.control_deps:
             fields.append(("control_deps", [nid[id(d)] for d in node.control_deps]))
+        if node.subgraphs:
+            fields.append(("subgraphs", [_graph_doc(g.outputs) for g in node.subgraphs]))
         json_nodes.append(fields)
-    doc = _Object([
+    return _Object([
         ("nodes", json_nodes),
         ("arg_nodes", [i for i, n in enumerate(nodes) if n.is_variable]),
         ("node_row_ptr", row_ptr),
         ("heads", [[nid[id(e.node)], e.index, e.version] for e in outputs]),
-        ("attrs", {"mxnet_version": ["int", MXNET_VERSION]}),
     ])
-    return _write(doc, 0)
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading
 # ---------------------------------------------------------------------------------------------
 
+MAX_SUBGRAPH_DEPTH = 32   # loops nested in loops; deeper documents are refused, not recursed into
 MAX_ATTR_CHARS = 1 << 20   # one attribute key or value; MXNet's are short strings
 # What a malformed operator attribute can raise on its way through an op's parser (numbers that
 # overflow, literals nested past the parser's depth); each is reported as an MXNetError.
@@ -268,7 +279,12 @@ def _from_json(text: str) -> List[NodeEntry]:
         raise MXNetError("load_json: a graph needs 'nodes' and 'heads'")
     if not isinstance(doc["nodes"], list) or not isinstance(doc["heads"], list):
         raise MXNetError("load_json: 'nodes' and 'heads' must be lists")
-    version = _read_version(doc)
+    return _read_graph(doc, _read_version(doc))
+
+
+def _read_graph(doc: dict, version: int, depth: int = 0) -> List[NodeEntry]:
+    if depth > MAX_SUBGRAPH_DEPTH:
+        raise MXNetError(f"load_json: subgraphs nested deeper than {MAX_SUBGRAPH_DEPTH} levels")
     nodes: List[Node] = []
     for i, raw in enumerate(doc["nodes"]):
         if not isinstance(raw, dict):
@@ -278,13 +294,27 @@ def _from_json(text: str) -> List[NodeEntry]:
         name = _check_str(raw["name"], "'name'", f"node {i}")
         where = f"node {i} ({name[:200]!r})"
         try:
-            nodes.append(_read_node(raw, nodes, version, where))
+            nodes.append(_read_node(raw, nodes, version, where, depth))
         except _PARSE_ERRORS as exc:
             raise MXNetError(f"load_json: {where}: {type(exc).__name__}: {str(exc)[:200]}") from None
     return [_entry(nodes, h, f"head {k}") for k, h in enumerate(doc["heads"])]
 
 
-def _read_node(raw: dict, nodes: List[Node], version: int, where: str) -> Node:
+def _read_subgraphs(raw: dict, version: int, where: str, depth: int) -> List[Graph]:
+    """A control-flow node's ``subgraphs``: each a graph document like the top one."""
+    graphs = []
+    for k, sub in enumerate(_int_list(raw, "subgraphs", where)):
+        if not isinstance(sub, dict) or not isinstance(sub.get("nodes"), list) \
+                or not isinstance(sub.get("heads"), list):
+            raise MXNetError(f"load_json: {where}: subgraph {k} needs 'nodes' and 'heads' lists")
+        try:
+            graphs.append(Graph(_read_graph(sub, version, depth + 1)))
+        except MXNetError as exc:
+            raise MXNetError(f"{exc} (in subgraph {k} of {where})") from None
+    return graphs
+
+
+def _read_node(raw: dict, nodes: List[Node], version: int, where: str, depth: int = 0) -> Node:
     attrs = _node_attrs(raw, where)
     legacy = _pop_legacy_hidden(attrs) if version < MXNET_VERSION else {}
     op_name = _check_str(raw.get("op", "null"), "'op'", where)
@@ -294,6 +324,7 @@ def _read_node(raw: dict, nodes: List[Node], version: int, where: str) -> Node:
         if not registry.exists(op_name):
             raise MXNetError(f"load_json: {where} uses operator '{op_name[:200]}', which is not registered")
         node = Node(registry.get(op_name), raw["name"], attrs)
+        node.subgraphs = _read_subgraphs(raw, version, where, depth)
         _parse_op_attrs(node)
     node.inputs = [_entry(nodes, e, where) for e in _int_list(raw, "inputs", where)]
     deps = _int_list(raw, "control_deps", where)
