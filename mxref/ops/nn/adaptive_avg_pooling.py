@@ -15,7 +15,7 @@ from ..registry import OpDef, Param, assign, register
 from ._resample import adaptive_matrix, separable, separable_t
 from ._util import backward_node, entry
 
-PARAMS = {"output_size": Param("shape", (), doc="int (output size) or a tuple of int for output (height, width).")}
+PARAMS = {"output_size": Param("shape", (), doc="int or (height, width).")}
 
 
 def _out_hw(p):

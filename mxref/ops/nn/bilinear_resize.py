@@ -12,8 +12,6 @@ Math, with the matrices of ``_resample.resize_matrix``::
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._resample import resize_matrix, separable, separable_t
@@ -99,4 +97,5 @@ register(OpDef("_contrib_BilinearResize2D", forward, arguments=_arguments, param
 register(OpDef("_backward_contrib_BilinearResize2D", backward, params=PARAMS, ignore_inputs=[1, 2],
                arguments=lambda p: ["ograd"] + _arguments(p),
                outputs=lambda p: [a + "_grad" for a in _arguments(p)],
-               infer_shape=lambda p, s: (list(s), list(s[1:])), infer_type=lambda p, t: (list(t), list(t[1:]))))
+               infer_shape=lambda p, s: (list(s), list(s[1:])),
+               infer_type=lambda p, t: (list(t), list(t[1:]))))

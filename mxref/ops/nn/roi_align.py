@@ -26,7 +26,7 @@ from ._util import backward_node, entry, merge_shape
 
 PARAMS = {
     "pooled_size": Param("shape", doc="ROI Align output roi feature map height and width: (h, w)"),
-    "spatial_scale": Param("float", doc="Ratio of input feature map height (or w) to raw image height (or w)."),
+    "spatial_scale": Param("float", doc="Feature map size over image size (1 / total stride)."),
     "sample_ratio": Param("int", -1, doc="Optional sampling ratio of ROI align, adaptive by default."),
     "position_sensitive": Param("bool", False, doc="Position-sensitive RoI pooling (R-FCN)."),
     "aligned": Param("bool", False, doc="Center-aligned ROIAlign introduced in Detectron2."),

@@ -22,7 +22,7 @@ from ._util import backward_node, entry, merge_shape
 
 PARAMS = {
     "pooled_size": Param("shape", doc="ROI pooling output shape (h,w)"),
-    "spatial_scale": Param("float", doc="Ratio of input feature map height (or w) to raw image height (or w)."),
+    "spatial_scale": Param("float", doc="Feature map size over image size (1 / total stride)."),
 }
 
 
