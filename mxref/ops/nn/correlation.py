@@ -5,7 +5,7 @@ Both inputs ``(N, C, H, W)`` are zero-padded by ``pad_size``. With ``k = kernel_
 ``q = (p + r) D + (o + r)`` holds displacement ``(p s2, o s2)`` for ``p, o in [-r, r]``; output
 pixel ``(i, j)`` has its patch corner at ``(y, x) = (i s1 + d, j s1 + d)`` of the padded maps::
 
-    out[n, q, i, j] = 1/(k k C) sum_{h, w < k} sum_c f(a[n, c, y + h, x + w], b[n, c, y + h + p s2, x + w + o s2])
+    out[n, q, i, j] = 1/(k k C) sum_{h, w < k} sum_c f(a[n, c, y+h, x+w], b[n, c, y+h + p s2, x+w + o s2])
     f(a, b) = a b  (is_multiply)  or  |a - b|
     output size: ceil((H + 2 pad - 2 (d + (k - 1) // 2)) / stride1)      (likewise the width)
 
@@ -57,8 +57,9 @@ def infer_shape(p, in_shapes):
     d2 = merge_shape("Correlation", "data2", in_shapes[1], d)
     tc, th, tw, _, _ = _geometry(p, d)
     if th < 1 or tw < 1:
-        raise MXNetError(f"Correlation: data shape {tuple(d)} is too small for kernel_size={p['kernel_size']}, "
-                         f"max_displacement={p['max_displacement']}, pad_size={p['pad_size']}")
+        raise MXNetError(f"Correlation: data shape {tuple(d)} is too small for "
+                         f"kernel_size={p['kernel_size']}, max_displacement={p['max_displacement']}, "
+                         f"pad_size={p['pad_size']}")
     pad = (d[0], d[2] + 2 * p["pad_size"], d[3] + 2 * p["pad_size"], d[1])
     return [d, d2], [(d[0], tc, th, tw), pad, pad]
 

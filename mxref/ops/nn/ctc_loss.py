@@ -28,7 +28,7 @@ from ._util import backward_node, entry, merge_shape
 
 PARAMS = {
     "use_data_lengths": Param("bool", False, doc="Whether the data lengths are decided by `data_lengths`."),
-    "use_label_lengths": Param("bool", False, doc="Whether the label lengths are decided by `label_lengths`."),
+    "use_label_lengths": Param("bool", False, doc="Whether `label_lengths` gives the label lengths."),
     "blank_label": Param("str", "first", choices=("first", "last"), doc="The label reserved for blank."),
 }
 NEG_INF = -np.inf
@@ -116,9 +116,10 @@ def ctc(data, tlen, llen, label, blank):
         nxt = beta[t]
     tl = np.maximum(tlen, 1) - 1
     fin = alpha[tl, np.arange(N)]
-    ll = _lse(np.take_along_axis(fin, (s_len - 1)[:, None], 1)[:, 0],
-              np.where(llen > 0, np.take_along_axis(fin, np.maximum(s_len - 2, 0)[:, None], 1)[:, 0], NEG_INF))
-    repeats = ((label[:, 1:] == label[:, :-1]) & (np.arange(1, label.shape[1])[None, :] < llen[:, None])).sum(1)
+    before_end = np.take_along_axis(fin, np.maximum(s_len - 2, 0)[:, None], 1)[:, 0]
+    ll = _lse(np.take_along_axis(fin, (s_len - 1)[:, None], 1)[:, 0], np.where(llen > 0, before_end, NEG_INF))
+    counted = np.arange(1, label.shape[1])[None, :] < llen[:, None]
+    repeats = ((label[:, 1:] == label[:, :-1]) & counted).sum(axis=1)
     ok = (llen + repeats <= tlen) & np.isfinite(ll)
     post = np.exp(alpha + beta - lp - np.where(ok, ll, 0.0)[None, :, None])        # (T, N, S)
     occ = np.zeros((T, N, A))
@@ -145,8 +146,9 @@ def gradient(node, ograds):
     return [entry(n)] + [None] * (len(node.inputs) - 1)
 
 
-register(OpDef("CTCLoss", forward, arguments=_arguments, outputs=["output0", "output1"], num_visible_outputs=1,
-               params=PARAMS, infer_shape=infer_shape, infer_type=infer_type, gradient=gradient,
+register(OpDef("CTCLoss", forward, arguments=_arguments, outputs=["output0", "output1"],
+               num_visible_outputs=1, params=PARAMS, infer_shape=infer_shape, infer_type=infer_type,
+               gradient=gradient,
                aliases=["ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"], doc=__doc__))
 register(OpDef("_backward_CTCLoss", backward, arguments=["ograd", "grad"], params=PARAMS,
                infer_shape=lambda p, s: (list(s), [s[1]]), infer_type=lambda p, t: (list(t), [t[1]])))

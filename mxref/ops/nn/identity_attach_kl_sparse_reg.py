@@ -14,8 +14,6 @@ The added term is a regulariser's gradient, not a derivative of the identity for
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, merge_shape
@@ -53,7 +51,8 @@ def backward(octx, p, inputs, outputs, req):
 
 
 def gradient(node, ograds):
-    n = backward_node(node, "_backward_IdentityAttachKLSparseReg", [ograds[0], node.inputs[0], node.inputs[1]])
+    ins = [ograds[0], node.inputs[0], node.inputs[1]]
+    n = backward_node(node, "_backward_IdentityAttachKLSparseReg", ins)
     return [entry(n), None]
 
 
