@@ -244,6 +244,8 @@ def wrapper(op_name: str) -> Callable:
     inputs = _input_names(op)
 
     def creator(*args, name: Optional[str] = None, attr: Dict[str, str] = None, **kwargs):
+        while args and args[-1] is None:      # trailing inputs left out: ``f(data, None, ...)``
+            args = args[:-1]
         for i, a in enumerate(args):
             if not isinstance(a, Symbol):
                 raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input), "
@@ -252,8 +254,10 @@ def wrapper(op_name: str) -> Callable:
         if op.key_var_num_args and args and sym_inputs:
             raise TypeError(f"{func_name}: variable-length inputs go either all positional or all "
                             "by keyword, not both")
+        # NOTE: None for a name that is no parameter is an input left out (``sequence_length=None``
+        # beside ``use_sequence_length=False``), as in MXNet's generated signatures.
         params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not _Null
-                  and not (v is None and inputs is not None and k in inputs)}
+                  and not (v is None and ((inputs is not None and k in inputs) or k not in op.params))}
         return create(op, hint, args, sym_inputs, params, name, attr)
 
     creator.__name__ = creator.__qualname__ = func_name

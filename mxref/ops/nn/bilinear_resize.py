@@ -94,7 +94,7 @@ def gradient(node, ograds):
 register(OpDef("_contrib_BilinearResize2D", forward, arguments=_arguments, params=PARAMS,
                infer_shape=infer_shape, infer_type=lambda p, t: (list(t), [t[0]]), gradient=gradient,
                doc=__doc__))
-register(OpDef("_backward_contrib_BilinearResize2D", backward, params=PARAMS, ignore_inputs=[1, 2],
+register(OpDef("_backward_contrib_BilinearResize2D", backward, params=PARAMS, ignore_inputs=[1],
                arguments=lambda p: ["ograd"] + _arguments(p),
                outputs=lambda p: [a + "_grad" for a in _arguments(p)],
                infer_shape=lambda p, s: (list(s), list(s[1:])),

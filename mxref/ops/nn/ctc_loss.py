@@ -92,7 +92,9 @@ def ctc(data, tlen, llen, label, blank):
     ext[:, 1::2] = np.where(np.arange(label.shape[1])[None, :] < llen[:, None], label, blank)
     skip = np.zeros((N, S), bool)
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    live = np.arange(T)[:, None] < tlen[None, :]                        # (T, N): inside the sequence
     lp = np.take_along_axis(logp, np.broadcast_to(ext[None], (T, N, S)), axis=2)      # (T, N, S)
+    lp = np.where(live[:, :, None], lp, NEG_INF)      # what lies past a sequence's end is never read
     s_len = 2 * llen + 1
     inside = np.arange(S)[None, :] < s_len[:, None]
     alpha = np.full((T, N, S), NEG_INF)
@@ -121,11 +123,12 @@ def ctc(data, tlen, llen, label, blank):
     counted = np.arange(1, label.shape[1])[None, :] < llen[:, None]
     repeats = ((label[:, 1:] == label[:, :-1]) & counted).sum(axis=1)
     ok = (llen + repeats <= tlen) & np.isfinite(ll)
-    post = np.exp(alpha + beta - lp - np.where(ok, ll, 0.0)[None, :, None])        # (T, N, S)
+    reached = np.isfinite(alpha) & np.isfinite(beta)
+    with np.errstate(invalid="ignore"):           # -inf - -inf where a state is never reached
+        post = np.exp(np.where(reached, alpha + beta - lp - np.where(ok, ll, 0.0)[None, :, None], NEG_INF))
     occ = np.zeros((T, N, A))
     np.add.at(occ, (slice(None), np.arange(N)[:, None], ext), post)
-    grad = np.exp(logp) - occ
-    grad *= (ok[None, :] & (np.arange(T)[:, None] < tlen[None, :]))[:, :, None]
+    grad = np.where((ok[None, :] & live)[:, :, None], np.exp(logp) - occ, 0.0)
     return np.where(ok, -ll, 0.0), grad
 
 
