@@ -92,3 +92,14 @@ def test_errors():
         mx.sym.SequenceMask(d, axis=2).infer_shape(d=(2, 3, 4))
     with pytest.raises(MXNetError, match="sequence_length"):
         mx.sym.SequenceLast(d, mx.sym.var("l"), use_sequence_length=True).infer_shape(d=(2, 3, 4), l=(2,))
+
+
+def test_inputs_given_as_none_are_left_out():
+    """As in MXNet, `sequence_length=None` (or a trailing positional None) means no such input."""
+    s = mx.sym.SequenceReverse(data=mx.sym.var("seq"), sequence_length=None, use_sequence_length=False)
+    assert s.list_arguments() == ["seq"]
+    x = mx.nd.array(np.arange(6).reshape(3, 2))
+    np.testing.assert_array_equal(mx.nd.SequenceMask(x, sequence_length=None).asnumpy(), x.asnumpy())
+    np.testing.assert_array_equal(mx.nd.SequenceLast(x, None).asnumpy(), [4, 5])
+    r = mx.sym.contrib.BilinearResize2D(mx.sym.var("d"), None, height=2, width=3)
+    assert r.list_arguments() == ["d"]
