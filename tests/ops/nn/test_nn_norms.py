@@ -98,3 +98,13 @@ def test_softmax_activation(rng, mode):
     check_gradient("SoftmaxActivation", [x], mode=mode)
     with pytest.raises(MXNetError, match="SoftmaxActivation: mode 'channel'"):
         mx.nd.SoftmaxActivation(mx.nd.ones((2, 3)), mode="channel").wait_to_read()
+
+
+def test_groupnorm_output_mean_var(rng):
+    """With output_mean_var the mean and std (sqrt(var + eps)) per (sample, group) are visible."""
+    x = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    outs = mx.nd.GroupNorm(mx.nd.array(x), mx.nd.ones(2), mx.nd.zeros(2), num_groups=2, output_mean_var=True)
+    assert len(outs) == 3
+    g = x.reshape(2, 2, -1)
+    np.testing.assert_allclose(outs[1].asnumpy(), g.mean(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[2].asnumpy(), np.sqrt(g.var(-1) + 1e-5), rtol=1e-5)
