@@ -205,3 +205,36 @@ class LogisticLoss(Loss):
         z = pred * label
         loss = F.relu(-z) + F.Activation(-F.abs(z), act_type="softrelu")
         return self._mean(F, _apply_weighting(F, loss, self._weight, sample_weight))
+
+
+# -- CTCLoss -------------------------------------------------------------------------------------
+
+__all__ += ["CTCLoss"]
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss over the ``CTCLoss`` operator, one value per sample.
+
+    ``pred`` is ``(N, T, C)`` (``layout='NTC'``) or ``(T, N, C)`` (``'TNC'``) of unnormalised
+    scores whose last class is the blank; ``label`` is ``(N, L)`` (``label_layout='NT'``) or
+    ``(L, N)`` (``'TN'``), padded with -1. ``pred_lengths`` / ``label_lengths`` (optional, ``(N,)``)
+    give each sample's lengths.
+    """
+
+    def __init__(self, layout: str = "NTC", label_layout: str = "NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise ValueError(f"Only 'NTC' and 'TNC' layouts for pred are supported. Got: {layout}")
+        if label_layout not in ("NT", "TN"):
+            raise ValueError(f"Only 'NT' and 'TN' layouts for label are supported. Got: {label_layout}")
+        self._layout, self._label_layout = layout, label_layout
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, dim1=0, dim2=1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, dim1=0, dim2=1)
+        inputs = [pred, label] + [x for x in (pred_lengths, label_lengths) if x is not None]
+        loss = F.CTCLoss(*inputs, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)

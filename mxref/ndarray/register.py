@@ -78,9 +78,17 @@ def make_function(op: OpDef, func_name: str = None) -> Callable:
     input_set = frozenset(arg_names)
 
     def fn(*args, **kwargs):
+        while args and args[-1] is None:      # trailing inputs left out: ``f(data, None, ...)``
+            args = args[:-1]
         out = kwargs.pop("out", None)
         kwargs.pop("name", None)
         ctx = _context_arg(kwargs.get("ctx") if takes_ctx else kwargs.pop("ctx", None))
+        # None for a name that is neither a parameter nor a default input is an input left out
+        # (``sequence_length=None`` beside ``use_sequence_length=False``), as in MXNet.
+        if not op.extra_params:
+            for k in [k for k, v in kwargs.items() if v is None and k not in op.params]:
+                if k not in input_set:
+                    del kwargs[k]
         named = None
         if variadic is not None:
             inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)

@@ -256,8 +256,11 @@ def wrapper(op_name: str) -> Callable:
         if op.key_var_num_args and args and sym_inputs:
             raise TypeError(f"{func_name}: variable-length inputs go either all positional or all "
                             "by keyword, not both")
+        # NOTE: None for a name that is no parameter is an input left out (``sequence_length=None``
+        # beside ``use_sequence_length=False``), as in MXNet's generated signatures.
         params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not _Null
-                  and not (v is None and inputs is not None and k in inputs)}
+                  and not (v is None and ((inputs is not None and k in inputs)
+                                          or (k not in op.params and not op.extra_params)))}
         return create(op, hint, args, sym_inputs, params, name, attr)
 
     creator.__name__ = creator.__qualname__ = func_name

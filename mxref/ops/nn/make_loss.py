@@ -12,6 +12,7 @@ gradient is ``None`` (zeros) and builds no node.
 """
 from __future__ import annotations
 
+from ...graph import make_node
 from ..registry import OpDef, Param, assign, elemwise_shape, elemwise_type, register
 from ._util import backward_node, entry
 
@@ -48,3 +49,16 @@ register(OpDef("BlockGrad", identity, gradient=lambda node, ograds: [None], inpl
                inplace_identity=[True],
                infer_shape=elemwise_shape, infer_type=elemwise_type, aliases=["stop_gradient"],
                doc=__doc__))
+
+
+# -- make_loss: the unary operator (MXNet's elemwise make_loss), next to MakeLoss ------------------
+# out = x; dx = ones_like(x): the head gradient is never read, so backward may start without one.
+
+def _make_loss_gradient(node, ograds):
+    return [entry(make_node("ones_like", [node.inputs[0]], node.name + "_backward"))]
+
+
+register(OpDef("make_loss", identity, outputs=["loss"], gradient=_make_loss_gradient, inplace=[(0, 0)],
+               inplace_identity=[True], loss_layer=True,
+               doc="make_loss(data): identity forward whose gradient is ones (a custom loss's terminal).\n\n"
+                   "Math: out = x, dx = 1 (the head gradient is ignored)."))
