@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 
 import mxref as mx
-from mxref.test_utils import chi_square_check, chi_square_p_value, gen_buckets_probs_with_ppf
-from mxref.test_utils import mean_check, var_check, verify_generator
+from mxref.test_utils import (
+    chi_square_check,
+    chi_square_p_value,
+    gen_buckets_probs_with_ppf,
+    mean_check,
+    var_check,
+    verify_generator,
+)
 
 
 def test_chi_square_tail_matches_closed_forms():
