@@ -5,17 +5,17 @@ The samplers are the ``mx.nd.random`` functions themselves (as in MXNet, where
 one context's (``seed(s, ctx=mx.cpu(1))``).
 """
 from .ndarray.random import (
-           exponential,
-           gamma,
-           generalized_negative_binomial,
-           multinomial,
-           negative_binomial,
-           normal,
-           poisson,
-           randint,
-           randn,
-           shuffle,
-           uniform,
+    exponential,
+    gamma,
+    generalized_negative_binomial,
+    multinomial,
+    negative_binomial,
+    normal,
+    poisson,
+    randint,
+    randn,
+    shuffle,
+    uniform,
 )
 from .resource import seed
 
