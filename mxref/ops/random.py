@@ -23,10 +23,10 @@ _FLOATS = tuple(map(np.dtype, (np.float16, np.float32, np.float64)))
 
 
 def _shape_rule(params, in_shapes):
-    # NOTE: no shape given is an unknown shape, as in MXNet: a graph infers it from the consumers;
-    # mx.nd.random.* pass shape (1,) or out='s shape.
+    # NOTE: no shape given (or shape=(), MXNet 1.x's unknown shape) is an unknown shape, as in
+    # MXNet: a graph infers it from the consumers; mx.nd.random.* pass shape (1,) or out='s shape.
     shape = params["shape"]
-    return [], [tuple(shape) if shape is not None else None]
+    return [], [tuple(shape) if shape else None]
 
 
 def _type_rule(default):
