@@ -32,6 +32,11 @@ __all__ = ["NDArray", "random", "sparse", "is_training", "set_is_training", "loa
 
 _populate(sys.modules[__name__])
 
+# mx.nd.contrib's Python-level samplers (rand_zipfian) beside the generated contrib operators.
+from . import contrib_sampling as _contrib_sampling  # noqa: E402
+
+_contrib_sampling.install(sys.modules[__name__])
+
 
 def __getattr__(name: str):
     """Operators registered after import (plugins, tests) still appear as ``mx.nd.<name>``."""

@@ -20,6 +20,11 @@ sparse = _NAMESPACES["sparse"]
 image = _NAMESPACES["image"]
 random = _NAMESPACES["random"]
 
+# mx.sym.contrib's Python-level samplers (rand_zipfian) beside the generated contrib operators.
+from .contrib_sampling import rand_zipfian as _rand_zipfian  # noqa: E402
+
+contrib.rand_zipfian = _rand_zipfian
+
 
 def _init_symbol_module() -> None:
     """Generate functions for every operator registered so far; ``mxref/__init__`` calls it last."""
