@@ -14,12 +14,12 @@ def test_shapes_follow_mxnet():
     assert mx.nd.random.multinomial(p1, shape=(2, 3)).shape == (2, 3)
     assert mx.nd.random.multinomial(p2).shape == (3,)
     assert mx.nd.random.multinomial(p2, shape=4).shape == (3, 4)
-    s = mx.sym.random.multinomial(mx.sym.var("d"), shape=3)
-    assert s.list_outputs() == ["_sample_multinomial0_output0", "_sample_multinomial0_output1"]
+    s = mx.sym.random.multinomial(mx.sym.var("d"), shape=3, name="m")
+    assert s.list_outputs() == ["m_output0", "m_output1"]
     assert s.infer_shape(d=(2, 4))[1] == [(2, 3), (2, 3)]
     assert s.infer_type(d="float64")[1] == [np.int32, np.float64]
-    assert mx.sym.random.multinomial(mx.sym.var("d"), get_prob=False).list_outputs() == \
-        ["_sample_multinomial1_output"]
+    assert mx.sym.random.multinomial(mx.sym.var("d"), get_prob=False, name="n").list_outputs() == \
+        ["n_output"]
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "float16", "float32", "float64"])
