@@ -38,9 +38,12 @@ class Resource:
         return self._space[:nbytes]
 
 
-def _mix_seed(seed_value: int, ctx) -> int:
-    # Different devices get different streams from one user seed, as MXNet seeds per device.
-    return (int(seed_value) * 1000003 + ctx.device_typeid * 131 + ctx.device_id) & 0xFFFFFFFF
+def _mix_seed(seed_value: int, ctx, per_device: bool = True) -> int:
+    # Different devices get different streams from one user seed, as MXNet seeds per device; a
+    # seed given for one context (``seed(s, ctx=...)``) leaves the device id out, so every device
+    # of a kind seeded that way draws the same numbers (MXNet's MXRandomSeedContext).
+    device_id = ctx.device_id if per_device else 0
+    return (int(seed_value) * 1000003 + ctx.device_typeid * 131 + device_id) & 0xFFFFFFFF
 
 
 _lock = threading.Lock()
@@ -67,11 +70,20 @@ def request(ctx, kind: str) -> Resource:
     return pool[i]
 
 
-def seed(seed_value: int, ctx=None) -> None:
-    """Reseed the random generators (of one context, or all). Pushed as a write of each generator's
-    variable, so it takes effect after every random op already pushed and before every later one."""
+def seed(seed_value: int, ctx="all") -> None:
+    """Reseed the random generators (of one context, or ``"all"``/``None``: every context). Pushed as
+    a write of each generator's variable, so it takes effect after every random op already pushed
+    and before every later one. Seeding all contexts gives each device its own stream; seeding one
+    context gives the stream that any device of its kind gets from that seed."""
     global _seed_value
+    if isinstance(seed_value, bool) or not isinstance(seed_value, (int, np.integer)):
+        raise ValueError(f"seed_state must be int, got {type(seed_value).__name__}")
     seed_value = int(seed_value)
+    if isinstance(ctx, str):
+        if ctx != "all":
+            raise ValueError(f"ctx must be a Context or 'all', got {ctx!r}")
+        ctx = None
+    per_device = ctx is None
     eng = _engine.get()
     with _lock:
         if ctx is None:
@@ -80,12 +92,12 @@ def seed(seed_value: int, ctx=None) -> None:
                    for r in pool if ctx is None or (tid, did) == (ctx.device_typeid, ctx.device_id)]
     for res in targets:
         def reseed(rctx, res=res):
-            res.generator = np.random.default_rng(_mix_seed(seed_value, res.ctx))
+            res.generator = np.random.default_rng(_mix_seed(seed_value, res.ctx, per_device))
         eng.push_sync(reseed, res.ctx, (), (res.var,), name="RandomSeed")
     if ctx is not None and not targets:
         request(ctx, "random")  # create it now, seeded from the global value ...
         res = request(ctx, "random")
-        res.generator = np.random.default_rng(_mix_seed(seed_value, ctx))  # ... then set this seed
+        res.generator = np.random.default_rng(_mix_seed(seed_value, ctx, False))  # ... then this seed
 
 
 @_engine.on_switch

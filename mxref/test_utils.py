@@ -662,3 +662,119 @@ class OpTestCase:
         check_consistency([self._symbol(dt)[0] for dt in dts], confs,
                           grad_req=req if any(r != "null" for r in req.values()) else "null",
                           arg_params=args, aux_params=aux, rtol=self.grad_rtol, atol=self.grad_atol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks for random generators (MXNet's mean_check, var_check, chi_square_check, verify_generator),
+# with the chi-square tail written out instead of scipy.stats.chisquare
+# ---------------------------------------------------------------------------------------------
+
+def gen_buckets_probs_with_ppf(ppf, nbuckets: int):
+    """``nbuckets`` equally likely buckets ``[(ppf(i/n), ppf((i+1)/n))]`` and their probabilities
+    ``[1/n] * n``, from a quantile function ``ppf`` (the inverse cdf)."""
+    assert nbuckets > 0
+    probs = [1.0 / nbuckets for _ in range(nbuckets)]
+    buckets = [(ppf(i / float(nbuckets)), ppf((i + 1) / float(nbuckets))) for i in range(nbuckets)]
+    return buckets, probs
+
+
+def mean_check(generator, mu, sigma, nsamples: int = 1000000) -> bool:
+    """Whether the mean of ``generator(nsamples)`` lies within ``mu ± 3 sigma / sqrt(nsamples)``."""
+    sample_mean = np.array(generator(nsamples)).mean()
+    half = 3 * sigma / np.sqrt(nsamples)
+    return bool(mu - half < sample_mean < mu + half)
+
+
+def var_check(generator, sigma, nsamples: int = 1000000) -> bool:
+    """Whether the sample variance of ``generator(nsamples)`` lies within
+    ``sigma^2 ± 3 sqrt(2 sigma^4 / (nsamples - 1))``."""
+    sample_var = np.array(generator(nsamples)).var(ddof=1)
+    half = 3 * np.sqrt(2 * sigma ** 4 / (nsamples - 1))
+    return bool(sigma ** 2 - half < sample_var < sigma ** 2 + half)
+
+
+def _gamma_q(a: float, x: float) -> float:
+    """The regularized upper incomplete gamma function Q(a, x) = Γ(a, x) / Γ(a): a series below
+    ``x = a + 1``, a continued fraction (modified Lentz) above, as in Numerical Recipes §6.2."""
+    import math
+    if x <= 0:
+        return 1.0
+    log_front = -x + a * math.log(x) - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1.0 / a
+        n = a
+        while abs(term) > abs(total) * 1e-16:
+            n += 1
+            term *= x / n
+            total += term
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    tiny = 1e-300
+    b = x + 1 - a
+    c, d = 1.0 / tiny, 1.0 / b
+    h = d
+    for i in range(1, 10000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-16:
+            break
+    return math.exp(log_front) * h
+
+
+def chi_square_p_value(statistic: float, dof: int) -> float:
+    """P(X >= statistic) for X ~ chi-square with ``dof`` degrees of freedom: Q(dof/2, statistic/2)."""
+    return _gamma_q(dof / 2.0, statistic / 2.0)
+
+
+def chi_square_check(generator, buckets, probs, nsamples: int = 1000000):
+    """Pearson's chi-square test of ``generator(nsamples)`` against ``probs`` over ``buckets``.
+
+    ``buckets`` are ``(low, high)`` ranges in ascending order for a continuous generator, or the
+    values themselves for a discrete one. Returns ``(p, obs_freq, expected_freq)``; the statistic
+    ``sum((obs - exp)^2 / exp)`` has ``len(buckets) - 1`` degrees of freedom (scipy's chisquare).
+    """
+    assert isinstance(buckets, list)
+    samples = generator(nsamples)
+    assert len(probs) == len(buckets)
+    continuous = isinstance(buckets[0], (list, tuple))
+    if continuous:
+        edges = np.zeros((len(buckets) * 2,), dtype=np.float32)
+        for i, (lo, hi) in enumerate(buckets):
+            assert lo <= hi
+            if i < len(buckets) - 1:
+                assert hi <= buckets[i + 1][0]
+            edges[2 * i], edges[2 * i + 1] = lo, hi
+        ids = np.searchsorted(edges, samples, side="right") // 2
+        obs_freq = np.array([(ids == i).sum() for i in range(len(buckets))], dtype=np.int64)
+    else:
+        samples = np.array(samples)
+        obs_freq = np.array([(samples == b).sum() for b in buckets], dtype=np.int64)
+    expected_freq = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
+    exp = expected_freq.astype(np.float64)
+    statistic = float((((obs_freq - exp) ** 2) / exp).sum())
+    return chi_square_p_value(statistic, len(buckets) - 1), obs_freq, expected_freq
+
+
+def verify_generator(generator, buckets, probs, nsamples: int = 1000000, nrepeat: int = 5,
+                     success_rate: float = 0.2, alpha: float = 0.05):
+    """Run ``chi_square_check`` ``nrepeat`` times; fail unless at least ``nrepeat * success_rate``
+    runs have a p value above ``alpha``. Returns the p values."""
+    runs = [chi_square_check(generator=generator, buckets=buckets, probs=probs, nsamples=nsamples)
+            for _ in range(nrepeat)]
+    cs_ret_l = [r[0] for r in runs]
+    success_num = (np.array(cs_ret_l) > alpha).sum()
+    if success_num < nrepeat * success_rate:
+        raise AssertionError(f"Generator test fails, Chi-square p={cs_ret_l}, "
+                             f"obs_freq={[r[1] for r in runs]}, expected_freq={[r[2] for r in runs]}."
+                             f"\nbuckets={buckets}, probs={probs}")
+    return cs_ret_l
+
+
+__all__ += ["gen_buckets_probs_with_ppf", "mean_check", "var_check", "chi_square_check",
+            "chi_square_p_value", "verify_generator"]

@@ -38,6 +38,11 @@ from . import control_flow as _control_flow  # noqa: E402
 for _fn in (_control_flow.foreach, _control_flow.while_loop, _control_flow.cond):
     setattr(sys.modules[__name__].contrib, _fn.__name__, _fn)   # contrib is made by _populate
 
+# mx.nd.contrib's Python-level samplers (rand_zipfian) beside the generated contrib operators.
+from . import contrib_sampling as _contrib_sampling  # noqa: E402
+
+_contrib_sampling.install(sys.modules[__name__])
+
 
 def __getattr__(name: str):
     """Operators registered after import (plugins, tests) still appear as ``mx.nd.<name>``."""

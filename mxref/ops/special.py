@@ -21,7 +21,7 @@ How, in a few array passes each (``np.frompyfunc(math.erf)`` would be one Python
   ``erf(x) = y`` (``erfc(x) = 1 - |y|`` for ``|y| >= 0.5``, where ``1 - |y|`` is exact).
 * ``gamma``/``gammaln``: Lanczos' approximation (g = 7, 9 terms, ~1e-15), with the reflection
   ``gamma(x) gamma(1-x) = pi / sin(pi x)`` below 1/2, and exact factorials at 1 .. 171; ``psi``
-  by recurrence up to ``x >= 6`` and its asymptotic series. No second derivatives (MXNet has none for these).
+  by recurrence up to ``x >= 10`` and its asymptotic series. No second derivatives (MXNet has none for these).
 """
 from __future__ import annotations
 
@@ -156,19 +156,34 @@ def _gammaln64(x: np.ndarray) -> np.ndarray:
     return _at_integers(x, out, _LOG_FACTORIAL)
 
 
+# B_2n / (2n) for n = 1..7: the asymptotic series of digamma.
+_PSI_SERIES = (1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132, -691.0 / 32760, 1.0 / 12)
+
+
 def _digamma64(x: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        refl = x < 0.5
-        z = np.where(refl, 1 - x, x)
-        acc = np.zeros_like(z)
-        for _ in range(6):                                # psi(z) = psi(z + 1) - 1/z
-            low = z < 6
-            acc -= np.where(low, 1 / z, 0)
-            z = np.where(low, z + 1, z)
-        r = 1 / (z * z)
-        psi = np.log(z) - 0.5 / z - r * (1 / 12 - r * (1 / 120 - r * (1 / 252 - r * (1 / 240 - r / 132))))
-        psi += acc
-        return np.where(refl, psi - math.pi / np.tan(math.pi * x), psi)
+    """psi(x): shift x up to at least 10 with psi(x) = psi(x+1) - 1/x, then the asymptotic series
+    (about 1e-15); below zero the reflection psi(1-x) - psi(x) = pi / tan(pi x), as cephes' psi
+    (which MXNet calls) does; NaN at the poles 0, -1, -2, ..."""
+    x = np.array(x, dtype=np.float64)
+    out = np.zeros_like(x)
+    neg = x <= 0
+    if neg.any():
+        xn = x[neg]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[neg] = -np.pi / np.tan(np.pi * xn)
+        out[neg & (x == np.floor(x))] = np.nan
+        x[neg] = 1.0 - xn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(10):              # x >= 0 reaches 10 within ten shifts
+            small = x < 10.0
+            out -= np.where(small, 1.0 / np.where(small, x, 1.0), 0.0)
+            x = np.where(small, x + 1.0, x)
+        inv2 = 1.0 / (x * x)
+        series = np.zeros_like(x)
+        for c in reversed(_PSI_SERIES):
+            series = (series + c) * inv2
+        out += np.log(x) - 0.5 / x - series
+    return out
 
 
 def _unary64(fn):
@@ -183,3 +198,15 @@ register_unary("gamma", _unary64(_gamma64), lambda x: _gamma64(x.astype(np.float
     x.astype(np.float64)), "x", doc="gamma(data): the gamma function, elementwise. " + __doc__)
 register_unary("gammaln", _unary64(_gammaln64), lambda x: _digamma64(x.astype(np.float64)), "x",
                doc="gammaln(data): log |gamma(data)|, elementwise. " + __doc__)
+
+
+# -- the same functions on plain arrays, for other operators' kernels (the densities of pdf.py) --
+
+def lgamma(x) -> np.ndarray:
+    """log |Gamma(x)| elementwise in float64; ``inf`` at the poles 0, -1, -2, ..."""
+    return _gammaln64(np.asarray(x, dtype=np.float64))
+
+
+def digamma(x) -> np.ndarray:
+    """psi(x) = Gamma'(x) / Gamma(x) elementwise in float64."""
+    return _digamma64(np.asarray(x, dtype=np.float64))

@@ -26,6 +26,11 @@ from . import control_flow as _control_flow  # noqa: E402
 for _fn in (_control_flow.foreach, _control_flow.while_loop, _control_flow.cond):
     setattr(contrib, _fn.__name__, _fn)
 
+# mx.sym.contrib's Python-level samplers (rand_zipfian) beside the generated contrib operators.
+from .contrib_sampling import rand_zipfian as _rand_zipfian  # noqa: E402
+
+contrib.rand_zipfian = _rand_zipfian
+
 
 def _init_symbol_module() -> None:
     """Generate functions for every operator registered so far; ``mxref/__init__`` calls it last."""

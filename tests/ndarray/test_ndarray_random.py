@@ -82,3 +82,73 @@ def test_creation_ops_called_without_ctx():
     assert z.shape == (2,) and z.context == mx.current_context()
     assert mx.nd._internal._full(shape=(1,), value=2).asnumpy().tolist() == [2.0]
     assert mx.nd.random_uniform(shape=(3,)).shape == (3,)
+
+
+def test_every_mxnet_front_end_function_is_there_with_its_signature():
+    """mx.nd.random and mx.random carry MXNet 1.9.1's sampler set; mx.random's are the same objects."""
+    names = ["uniform", "normal", "randn", "poisson", "exponential", "gamma", "multinomial",
+             "negative_binomial", "generalized_negative_binomial", "shuffle", "randint"]
+    assert sorted(mx.nd.random.__all__) == sorted(names)
+    for n in names:
+        assert getattr(mx.random, n) is getattr(mx.nd.random, n)
+    for n in ["uniform", "normal", "gamma", "exponential", "poisson", "negative_binomial",
+              "generalized_negative_binomial"]:
+        assert callable(getattr(mx.nd.random, n + "_like"))
+    tail = "shape=_Null, dtype=_Null, ctx=None, out=None, **kwargs)"
+    assert _params(mx.nd.random.exponential) == "(scale=1, " + tail
+    assert _params(mx.nd.random.gamma) == "(alpha=1, beta=1, " + tail
+    assert _params(mx.nd.random.negative_binomial) == "(k=1, p=1, " + tail
+    assert _params(mx.nd.random.generalized_negative_binomial) == "(mu=1, alpha=1, " + tail
+    assert _params(mx.nd.random.multinomial) == \
+        "(data, shape=_Null, get_prob=False, out=None, dtype='int32', **kwargs)"
+    assert _params(mx.nd.random.randn) == "(*shape, **kwargs)"
+
+
+def test_exponential_takes_a_scale_and_randn_a_positional_shape():
+    """exponential(scale) has mean scale (the operator gets lam = 1/scale), also per element;
+    randn(2, 3, loc=, scale=) draws N(loc, scale^2) with shape (2, 3), or per element."""
+    mx.random.seed(2)
+    e = mx.nd.random.exponential(0.25, shape=(40000,)).asnumpy()
+    assert abs(e.mean() - 0.25) < 0.01
+    e2 = mx.nd.random.exponential(mx.nd.array([1.0, 8.0]), shape=20000).asnumpy()
+    np.testing.assert_allclose(e2.mean(axis=1), [1.0, 8.0], rtol=0.05)
+    r = mx.nd.random.randn(300, 200, loc=10, scale=0.5, dtype="float64")
+    assert r.shape == (300, 200) and r.dtype == np.float64
+    assert abs(r.asnumpy().mean() - 10) < 0.01 and abs(r.asnumpy().std() - 0.5) < 0.01
+    rp = mx.nd.random.randn(2, loc=mx.nd.array([0.0, 5.0]), scale=mx.nd.array([1.0, 1.0]))
+    assert rp.shape == (2, 2)
+
+
+def test_same_seed_same_numbers_on_both_engines():
+    """mx.random.seed(s) gives the same draws under NaiveEngine and ThreadedEnginePerDevice."""
+    from mxref import engine
+
+    old = engine.get().name
+    draws = []
+    try:
+        for kind in ("NaiveEngine", "ThreadedEnginePerDevice"):
+            engine.set_engine(kind)
+            mx.random.seed(99)
+            draws.append(np.concatenate([
+                mx.nd.random.gamma(2.0, 3.0, shape=(50,)).asnumpy(),
+                mx.nd.random.poisson(mx.nd.array([1.0, 30.0]), shape=10).asnumpy().ravel(),
+                mx.nd.random.multinomial(mx.nd.array([0.2, 0.8]), shape=20).asnumpy().astype("f4")]))
+    finally:
+        engine.set_engine(old)
+    np.testing.assert_array_equal(draws[0], draws[1])
+
+
+def test_seed_for_one_context_gives_every_device_the_same_stream():
+    """seed(s, ctx=c) draws the same numbers on any device of c's kind; seed(s) gives each device
+    its own stream (MXNet's MXRandomSeedContext / MXRandomSeed)."""
+    a, b = mx.cpu(0), mx.cpu(1)
+    mx.random.seed(7, ctx=a)
+    mx.random.seed(7, ctx=b)
+    np.testing.assert_array_equal(mx.nd.random.uniform(shape=(8,), ctx=a).asnumpy(),
+                                  mx.nd.random.uniform(shape=(8,), ctx=b).asnumpy())
+    mx.random.seed(7)
+    assert not np.array_equal(mx.nd.random.uniform(shape=(8,), ctx=a).asnumpy(),
+                              mx.nd.random.uniform(shape=(8,), ctx=b).asnumpy())
+    mx.random.seed(7, ctx="all")
+    with pytest.raises(ValueError, match="seed_state must be int"):
+        mx.random.seed(1.5)
