@@ -129,8 +129,9 @@ class LARS(_MomentumMixin, Optimizer):
             g_sum_sq = nd.multi_sum_sq(*gs[:n], num_arrays=n)
             nd.multi_lars(new_lrs[:n], w_sum_sq, g_sum_sq, new_wds[:n], eta=self.eta, eps=self.eps,
                           rescale_grad=self.rescale_grad, out=new_lrs[:n])
-        for lo in range(0, len(ws), self.aggregate_num):
-            hi = min(lo + self.aggregate_num, len(ws))
+        size = max(1, self.aggregate_num)    # 0 (no grouping by the Updater) still means one by one
+        for lo in range(0, len(ws), size):
+            hi = min(lo + size, len(ws))
             w, g, s = ws[lo:hi], gs[lo:hi], ss[lo:hi]
             rates = [new_lrs[lo:hi], new_wds[lo:hi]]
             fused = dict(out=w, num_weights=len(w), **kw)
