@@ -62,10 +62,14 @@ class Updater:
     def _update_aggregated(self, indices, weights, grads) -> None:
         """Hand the optimizer lists of up to ``aggregate_num`` weights of one dtype at a time
         (MXNet's grouping: by dtype in order of first appearance, then in chunks), so an
-        optimizer with a fused operator (SGD) makes one engine operation per chunk."""
+        optimizer with a fused operator (SGD) makes one engine operation per chunk.
+
+        NOTE: the groups are also split by context (MXNet splits by dtype only): with model
+        parallelism (``group2ctxs``) one device's parameters live on several contexts, and one
+        operator's inputs must share one."""
         by_dtype: Dict[Any, list] = {}
         for triple in zip(indices, weights, grads):
-            by_dtype.setdefault(triple[1].dtype, []).append(triple)
+            by_dtype.setdefault((triple[1].dtype, triple[1].context), []).append(triple)
         size = self.optimizer.aggregate_num
         for triples in by_dtype.values():
             for lo in range(0, len(triples), size):
