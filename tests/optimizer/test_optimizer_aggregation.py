@@ -45,8 +45,9 @@ def test_aggregated_sgd_is_bitwise_the_single_tensor_updates(momentum, mp):
     """Seven weights, three steps, through the Updater in groups of 4 (two fused ops per step):
     weights and states equal, bit for bit, a loop of sgd_update / sgd_mom_update / mp_* per weight."""
     dtype = np.float16 if mp else np.float32
+    names = {i: f"p{i}_{'bias' if i % 2 else 'weight'}" for i in range(7)}
     kw = dict(learning_rate=0.1, momentum=momentum, wd=0.01, rescale_grad=0.5, clip_gradient=0.8,
-              multi_precision=mp, param_idx2name={i: f"p{i}_{'bias' if i % 2 else 'weight'}" for i in range(7)})
+              multi_precision=mp, param_idx2name=names)
     with _size(4):
         o = opt.SGD(**kw)
     o.set_lr_mult({"p3_bias": 2.0})
@@ -56,7 +57,7 @@ def test_aggregated_sgd_is_bitwise_the_single_tensor_updates(momentum, mp):
     ref = [mx.nd.array(w, dtype=dtype) for w in _weights(dtype)]
     ref_states = [opt.SGD(**kw).create_state_multi_precision(i, w) for i, w in enumerate(ref)]
     rng = np.random.default_rng(1)
-    for step in range(3):
+    for _ in range(3):
         grads = [rng.uniform(-2, 2, w.shape).astype(dtype) for w in ws]
         with count_ops() as counts:
             updater(list(range(7)), [mx.nd.array(g, dtype=dtype) for g in grads], ws)
@@ -112,9 +113,9 @@ def _net(seed=0):
 def _train(size, steps=2):
     with _size(size):
         net = _net()
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01})
+        trainer = gluon.Trainer(net.collect_params(), "sgd",
+                                {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01})
     x = mx.nd.array(np.random.default_rng(0).uniform(-1, 1, (4, 8)))
-    counts = {}
     for _ in range(steps):
         with mx.autograd.record():
             loss = (net(x) ** 2).sum()

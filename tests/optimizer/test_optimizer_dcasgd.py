@@ -16,7 +16,8 @@ def np_dcasgd(w, g, st, t, lr, wd, o, shared):
     return w + st["m"]
 
 
-@pytest.mark.parametrize("kw", [dict(learning_rate=0.1), dict(learning_rate=0.1, momentum=0.9, lamda=0.5, wd=0.1),
+@pytest.mark.parametrize("kw", [dict(learning_rate=0.1),
+                                dict(learning_rate=0.1, momentum=0.9, lamda=0.5, wd=0.1),
                                 dict(learning_rate=0.2, lamda=2.0, rescale_grad=0.5, clip_gradient=0.3)])
 def test_dcasgd_follows_formula(kw):
     """Five steps: the compensation lamda*g*g*(w - w_prev) uses the weight the last update left."""

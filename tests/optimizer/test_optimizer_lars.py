@@ -31,7 +31,8 @@ def _by_index(w, g, st, t, lr, wd, o, shared):
 
 
 @pytest.mark.parametrize("kw", [dict(learning_rate=0.1, eta=0.01, momentum=0.9, wd=0.01),
-                                dict(learning_rate=0.5, eta=0.1, rescale_grad=0.5, clip_gradient=0.3, eps=1e-3),
+                                dict(learning_rate=0.5, eta=0.1, rescale_grad=0.5, clip_gradient=0.3,
+                                     eps=1e-3),
                                 dict(learning_rate=0.2, eta=0.001)])
 def test_lars_follows_formula(kw):
     """The weight's rate is scaled by eta*|w|/(|g|+wd*|w|+eps); the bias keeps lr*lr_mult."""

@@ -53,9 +53,10 @@ def _check(name: str, preloaded: bool):
     return validate
 
 
-def _shape(name: str, stride: int, preloaded: bool):
+def _shape(name: str, stride: int, preloaded: bool, count: str = "num_weights"):
+    """Shape rule of a fused op: each weight's ``stride`` inputs and its output share one shape."""
     def infer_shape(p, ins):
-        n, ins, outs = p["num_weights"], list(ins), []
+        n, ins, outs = p[count], list(ins), []
         for i in range(n):
             group = ins[i * stride:(i + 1) * stride]
             known = next((s for s in group if s is not None), None)
@@ -75,9 +76,11 @@ def _shape(name: str, stride: int, preloaded: bool):
     return infer_shape
 
 
-def _type(name: str, stride: int, n_f32: int, preloaded: bool):
+def _type(name: str, stride: int, n_f32: int, preloaded: bool, count: str = "num_weights"):
+    """Type rule of a fused op: weights and gradients share a dtype (all of them, unless ``n_f32``
+    trailing inputs per weight are float32 states: the mp forms, where it is per weight)."""
     def infer_type(p, ins):
-        n, ins = p["num_weights"], list(ins)
+        n, ins = p[count], list(ins)
         # non-mp: every input shares one dtype; mp: weight/grad per weight, states float32
         plain = [k for i in range(n) for k in range(i * stride, (i + 1) * stride - n_f32)]
         f32 = [k for k in range(n * stride) if k not in set(plain)]

@@ -27,7 +27,8 @@ def test_ftml_update_matches_numpy_over_steps(kw):
     arrs = [mx.nd.array(a, dtype="float64") for a in ref]
     for t in range(1, 5):
         g = rng.uniform(-1, 1, w.shape)
-        mx.nd.ftml_update(arrs[0], mx.nd.array(g, dtype="float64"), *arrs[1:], out=arrs[0], lr=0.05, t=t, **kw)
+        mx.nd.ftml_update(arrs[0], mx.nd.array(g, dtype="float64"), *arrs[1:], out=arrs[0], lr=0.05, t=t,
+                          **kw)
         ref = list(_np_ftml(*ref[:1], g, *ref[1:], t=t, lr=0.05, **kw))
         for a, b in zip(arrs, ref):
             np.testing.assert_allclose(a.asnumpy(), b, rtol=1e-12, atol=1e-14)
