@@ -112,12 +112,27 @@ class LAMB(Optimizer):
 
     def update_multi_precision(self, index, weight, grad, state) -> None:
         if not isinstance(index, (tuple, list)):
-            super().update_multi_precision(index, weight, grad, state)
+            if self.multi_precision and weight.dtype == numpy.float16:
+                self._update_mp(index, weight, grad, state)
+            else:
+                super().update_multi_precision(index, weight, grad, state)
         elif len(index) == 1 and self.aggregate_num <= 1:
             self.update_multi_precision(index[0], weight[0], grad[0], state[0])
         else:
             self._update_fused(index, weight, grad, state,
                                self.multi_precision and weight[0].dtype == numpy.float16)
+
+    def _update_mp(self, index, weight, grad, state) -> None:
+        """One float16 weight through its float32 master copy: ``mp_lamb_update_phase1/2``."""
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        weight32, (mean, var) = state
+        g = nd.mp_lamb_update_phase1(weight, grad, mean, var, weight32, t=self._index_update_count[index],
+                                     beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon,
+                                     bias_correction=self.bias_correction, wd=wd,
+                                     rescale_grad=self.rescale_grad, **self._clip())
+        nd.mp_lamb_update_phase2(weight, g, nd.norm(weight32), nd.norm(g), weight32, lr=lr, out=weight,
+                                 **self._bounds())
 
     def _bounds(self) -> dict:
         bounds = {}
