@@ -83,7 +83,7 @@ def _type(name: str, stride: int, n_f32: int, preloaded: bool, count: str = "num
         n, ins = p[count], list(ins)
         # non-mp: every input shares one dtype; mp: weight/grad per weight, states float32
         plain = [k for i in range(n) for k in range(i * stride, (i + 1) * stride - n_f32)]
-        f32 = [k for k in range(n * stride) if k not in set(plain)]
+        f32 = [k for i in range(n) for k in range((i + 1) * stride - n_f32, (i + 1) * stride)]
         if preloaded:
             f32 += [n * stride, n * stride + 1]
         outs = []
@@ -105,11 +105,13 @@ def _type(name: str, stride: int, n_f32: int, preloaded: bool, count: str = "num
 
 
 def _per_weight(single_kernel, stride: int, preloaded: bool):
-    """A fused kernel: ``single_kernel(op_name)`` run on each weight's inputs and output."""
-    def kernel(octx, p, inputs, outputs, req, _single=single_kernel):
+    """A fused kernel: the kernel ``single_kernel()`` returns (looked up at each call, so the
+    kernel switch applies) run on each weight's ``stride`` inputs and its output, with that
+    weight's ``lr`` and ``wd``."""
+    def kernel(octx, p, inputs, outputs, req):
         n = p["num_weights"]
         lrs, wds = (inputs[-2], inputs[-1]) if preloaded else (p["lrs"], p["wds"])
-        run = _single()
+        run = single_kernel()
         for i in range(n):
             pi = dict(p, lr=float(lrs[i]), wd=float(wds[i]))
             run(octx, pi, inputs[i * stride:(i + 1) * stride], [outputs[i]], [req[i]])
