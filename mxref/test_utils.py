@@ -778,3 +778,75 @@ def verify_generator(generator, buckets, probs, nsamples: int = 1000000, nrepeat
 
 __all__ += ["gen_buckets_probs_with_ppf", "mean_check", "var_check", "chi_square_check",
             "chi_square_p_value", "verify_generator"]
+
+# Optimizer comparisons (MXNet's compare_optimizer / compare_ndarray_tuple)
+# ---------------------------------------------------------------------------------------------
+
+# ``array`` too: MXNet's optimizer tests build master copies with it after ``import *``.
+__all__ += ["compare_ndarray_tuple", "compare_optimizer", "array"]
+
+
+def compare_ndarray_tuple(t1, t2, rtol=None, atol=None) -> None:
+    """Assert two optimizer states (NDArrays, or nested tuples of them; ``None`` skips) are close."""
+    if t1 is None or t2 is None:
+        return
+    if isinstance(t1, tuple):
+        for s1, s2 in zip(t1, t2):
+            compare_ndarray_tuple(s1, s2, rtol, atol)
+    else:
+        assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def compare_optimizer(opt1, opt2, shape, dtype, w_stype: str = "default", g_stype: str = "default",
+                      rtol=1e-4, atol=1e-5, compare_states: bool = True, ntensors: int = 1) -> None:
+    """One update of ``opt1`` and ``opt2`` from the same random weight and gradient gives close
+    weights (and states, with ``compare_states``).
+
+    ``shape`` a tuple: one weight (``ntensors`` must be 1), stored as ``w_stype``, with a
+    ``g_stype`` gradient for ``opt2`` and dense copies for ``opt1``. ``shape`` a list of shapes:
+    ``opt2`` updates all ``ntensors`` weights in one call (its multi-tensor path), ``opt1`` one
+    at a time, as the reference.
+    """
+    import copy
+
+    from .ndarray import random as _nd_random
+    ctx = default_context()
+    if not isinstance(shape, list):
+        if ntensors != 1:
+            raise ValueError("compare_optimizer: one shape takes ntensors=1")
+        arrays = []
+        for stype, density in ((w_stype, 1), (g_stype, None)):
+            if stype == "default":
+                second = _nd_random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+                first = second.copyto(ctx)
+            elif stype in ("row_sparse", "csr"):
+                second = rand_ndarray(shape, stype, density=density, dtype=dtype)
+                first = second.copyto(ctx).tostype("default")
+            else:
+                raise ValueError(f"compare_optimizer: storage type {stype!r} not supported")
+            arrays.append((first, second))
+        (w1, w2), (g1, g2) = arrays
+        state1 = opt1.create_state_multi_precision(0, w1)
+        state2 = opt2.create_state_multi_precision(0, w2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2)
+        opt1.update_multi_precision(0, w1, g1, state1)
+        opt2.update_multi_precision(0, w2, g2, state2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    w1, g1 = [], []
+    for s in shape:       # drawn weight, gradient, weight, ... as MXNet draws them
+        w1.append(_nd_random.uniform(shape=s, ctx=ctx, dtype=dtype))
+        g1.append(_nd_random.uniform(shape=s, ctx=ctx, dtype=dtype))
+    w1, g1 = tuple(w1), tuple(g1)
+    w2, g2 = copy.deepcopy(w1), copy.deepcopy(g1)
+    state2 = [opt2.create_state_multi_precision(0, w2[i]) for i in range(ntensors)]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, state2)
+    for i in range(ntensors):
+        state1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], state1)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2[i], rtol, atol)
+        compare_ndarray_tuple(w1[i], w2[i], rtol, atol)

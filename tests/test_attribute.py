@@ -1,6 +1,7 @@
 """mx.AttrScope: scoped string attributes, nesting, explicit attributes winning, hidden keys."""
 import pytest
 
+import mxref as mx
 from mxref.attribute import AttrScope, current, hide_key
 
 
@@ -26,3 +27,17 @@ def test_hidden_keys():
     """ctx_group, lr_mult, wd_mult, force_mirroring, mirror_stage are stored as __key__."""
     assert [hide_key(k) for k in ("ctx_group", "lr_mult", "profiler_scope")] == \
         ["__ctx_group__", "__lr_mult__", "profiler_scope"]
+
+
+def test_hidden_keys_given_to_an_operator_become_its_attributes():
+    """``FullyConnected(..., lr_mult=0)`` is MXNet's ``__lr_mult__`` attribute on the node, which the
+    weight it creates inherits; an explicit variable keeps its own; the op's params are untouched."""
+    bias = mx.sym.Variable("fc1_bias", lr_mult=1.0)
+    fc = mx.sym.FullyConnected(mx.sym.Variable("data"), bias=bias, name="fc1", num_hidden=3, lr_mult=0,
+                               wd_mult=0.5)
+    attrs = fc.attr_dict()
+    assert attrs["fc1"]["__lr_mult__"] == "0" and attrs["fc1"]["__wd_mult__"] == "0.5"
+    assert attrs["fc1_weight"]["__lr_mult__"] == "0" and attrs["fc1_bias"]["__lr_mult__"] == "1.0"
+    assert fc.attr("lr_mult") == "0" and "num_hidden" in attrs["fc1"]
+    opt = mx.optimizer.SGD(sym=fc)
+    assert opt.lr_mult == {"fc1_weight": 0.0, "fc1_bias": 1.0}

@@ -136,7 +136,7 @@ class _Plan:
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes = infer_outputs(op, params, shapes, dtypes)
         self.out_nbytes = [math.prod(s) * t.itemsize for s, t in zip(out_shapes, out_dtypes)]
-        self.mutate = op.mutate_inputs(params) if op._aux_states else ()
+        self.mutate = op.mutate_inputs(params) if op._aux_states or op._mutate else ()
         self.num_visible = op.num_visible_outputs(params)
         self.req = _WRITE.get(len(out_shapes)) or ("write",) * len(out_shapes)
         self.single = (out_shapes[0], out_dtypes[0]) if len(out_shapes) == 1 else None

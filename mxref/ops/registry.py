@@ -5,6 +5,9 @@ An ``OpDef`` is the whole contract of an operator (``docs/howto/add_an_operator.
 * ``params``        — typed parameters with defaults and validation (``Param``)
 * ``arguments``     — input names (a list, or a function of the parsed params: ``no_bias`` drops ``bias``)
 * ``aux_states``    — auxiliary inputs the operator mutates (BatchNorm's ``moving_mean``)
+* ``mutate``        — ``params -> [input index]``: mutated inputs that sit among the arguments
+                      instead of after them (the fused ``multi_sgd_mom_update`` interleaves
+                      ``weight_i, grad_i, mom_i``; nnvm's ``FMutateInputs``). Default: the aux states
 * ``outputs``       — output names; ``num_visible_outputs`` hides trailing ones (BatchNorm's mean/var)
 * ``infer_shape``   — ``(params, in_shapes) -> (in_shapes, out_shapes)``; ``None`` marks an unknown
                       shape, 0 an unknown dimension; may fill in input shapes (weights from data)
@@ -314,12 +317,13 @@ class OpDef:
                  key_var_num_args: Optional[str] = None, doc: str = "", aliases: Sequence[str] = (),
                  validate: Callable = None, hidden: bool = False,
                  inplace_identity: Sequence[bool] = (), ignore_inputs: Sequence[int] = (),
-                 extra_params: bool = False):
+                 extra_params: bool = False, mutate: Callable = None):
         self.name = name
         self.fcompute = fcompute
         self._arguments = arguments
         self._outputs = outputs
         self._aux_states = aux_states
+        self._mutate = mutate
         self.params = dict(params or {})
         self.infer_shape = infer_shape
         self.infer_type = infer_type
@@ -376,7 +380,9 @@ class OpDef:
         return n(params) if callable(n) else n
 
     def mutate_inputs(self, params: dict) -> List[int]:
-        """Indices of inputs the kernel writes (the auxiliary states)."""
+        """Indices of inputs the kernel writes (the auxiliary states, or ``mutate``'s list)."""
+        if self._mutate is not None:
+            return list(self._mutate(params))
         nargs = len(self.list_arguments(params))
         return list(range(nargs, nargs + len(self.list_aux_states(params))))
 

@@ -1,7 +1,8 @@
 """SGD-family optimizers: ``SGD`` (with momentum), ``NAG`` (Nesterov) and ``Signum`` / signSGD.
 
 Each update is one engine operation (``sgd_update``, ``sgd_mom_update``, ``nag_mom_update``,
-``signsgd_update``, ``signum_update`` or an ``mp_*`` twin), so ``update`` returns at once.
+``signsgd_update``, ``signum_update`` or an ``mp_*`` twin), so ``update`` returns at once; SGD
+updates a list of weights with one fused ``multi_*sgd*`` operation.
 SGD applies rescale, then clip, then weight decay outside the clip (``docs/mxnet-semantics.md`` item 7)::
 
     mom = momentum*mom - lr*(clip(rescale_grad*grad) + wd*w);   w += mom
@@ -13,9 +14,10 @@ import warnings
 import numpy
 
 from .. import ndarray as nd
+from ..base import env_int
 from .optimizer import Optimizer, register
 
-__all__ = ["SGD", "NAG", "Signum"]
+__all__ = ["SGD", "NAG", "Signum", "ccSGD"]
 
 
 class _MomentumMixin:
@@ -52,9 +54,24 @@ class _MomentumMixin:
         self._step(index, weight, grad, state, mp)
 
 
+def _aggregation_size() -> int:
+    """How many weights one fused update takes (``MXNET_OPTIMIZER_AGGREGATION_SIZE``, MXNet's 4)."""
+    return env_int("MXNET_OPTIMIZER_AGGREGATION_SIZE", 4)
+
+
+def _flatten(groups) -> list:
+    return [a for group in groups for a in group]
+
+
 @register
 class SGD(_MomentumMixin, Optimizer):
     """Stochastic gradient descent with optional momentum (``mx.optimizer.SGD``).
+
+    Given lists of indices, weights, gradients and states (the ``Updater`` groups up to
+    ``aggregate_num`` same-dtype weights, from ``MXNET_OPTIMIZER_AGGREGATION_SIZE``, default 4),
+    the whole group is one fused operator (``multi_sgd_update``, ``multi_sgd_mom_update`` or a
+    ``multi_mp_*`` twin) with per-weight learning rates and weight decays; it gives the same bits
+    as one single-tensor update per weight. Row-sparse weights or gradients take the single path.
 
     Parameters
     ----------
@@ -70,18 +87,49 @@ class SGD(_MomentumMixin, Optimizer):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.lazy_update = lazy_update
+        self.aggregate_num = _aggregation_size()
 
-    def _step(self, index, weight, grad, state, mp: bool) -> None:
-        kw = self._kwargs(index)
-        if not mp:
-            if state is not None:
-                nd.sgd_mom_update(weight, grad, state, out=weight, lazy_update=self.lazy_update, **kw)
+    def _update_impl(self, indices, weights, grads, states, multi_precision: bool = False) -> None:
+        if not isinstance(indices, (tuple, list)):
+            indices, weights, grads, states = [indices], [weights], [grads], [states]
+        aggregate = all(w.stype == "default" and g.stype == "default" for w, g in zip(weights, grads))
+        self._update_count(indices)
+        lrs, wds = self._get_lrs(indices), self._get_wds(indices)
+        kw = {"rescale_grad": self.rescale_grad}
+        if self.momentum > 0:
+            kw["momentum"] = self.momentum
+        kw.update(self._clip())
+        if aggregate:
+            weights = list(weights)
+            fused = dict(out=weights, num_weights=len(weights), lrs=lrs, wds=wds, **kw)
+            if not multi_precision and self.momentum > 0:
+                nd.multi_sgd_mom_update(*_flatten(zip(weights, grads, states)), **fused)
+            elif not multi_precision:
+                nd.multi_sgd_update(*_flatten(zip(weights, grads)), **fused)
+            elif self.momentum > 0:
+                nd.multi_mp_sgd_mom_update(*_flatten(zip(weights, grads, *zip(*states))), **fused)
             else:
-                nd.sgd_update(weight, grad, out=weight, lazy_update=self.lazy_update, **kw)
-        elif state[0] is not None:
-            nd.mp_sgd_mom_update(weight, grad, state[0], state[1], out=weight, **kw)
-        else:
-            nd.mp_sgd_update(weight, grad, state[1], out=weight, **kw)
+                nd.multi_mp_sgd_update(*_flatten(zip(weights, grads, [s[1] for s in states])), **fused)
+            return
+        for weight, grad, state, lr, wd in zip(weights, grads, states, lrs, wds):
+            one = dict(lr=lr, wd=wd, **kw)
+            if not multi_precision:
+                if state is not None:
+                    nd.sgd_mom_update(weight, grad, state, out=weight, lazy_update=self.lazy_update, **one)
+                else:
+                    nd.sgd_update(weight, grad, out=weight, lazy_update=self.lazy_update, **one)
+            elif state[0] is not None:
+                nd.mp_sgd_mom_update(weight, grad, state[0], state[1], out=weight, **one)
+            else:
+                nd.mp_sgd_update(weight, grad, state[1], out=weight, **one)
+
+    def update(self, index, weight, grad, state) -> None:
+        self._update_impl(index, weight, grad, state, False)
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        first = weight[0] if isinstance(index, (tuple, list)) else weight
+        self._update_impl(index, weight, grad, state,
+                          self.multi_precision and first.dtype == numpy.float16)
 
 
 @register
@@ -133,3 +181,8 @@ class Signum(Optimizer):
             nd.signum_update(weight, grad, state, out=weight, momentum=self.momentum, **kw)
         else:
             nd.signsgd_update(weight, grad, out=weight, **kw)
+
+
+@register
+class ccSGD(SGD):  # noqa: N801 - MXNet's name
+    """[DEPRECATED] Same as :class:`SGD`; kept, as MXNet keeps it, for old scripts."""

@@ -1,7 +1,9 @@
 """``Updater``: the callable a KVStore (or ``Module``) calls as ``updater(index, grad, weight)``.
 
-It creates each index's optimizer state on first use and keeps it; ``get_states`` /
-``set_states`` write and read the states (optionally with the optimizer) for checkpoints in a
+It creates each index's optimizer state on first use and keeps it; when the optimizer has an
+``aggregate_num`` (SGD: ``MXNET_OPTIMIZER_AGGREGATION_SIZE``), it passes the optimizer lists of
+up to that many same-dtype weights, which SGD updates with one fused operator per list.
+``get_states`` / ``set_states`` write and read the states (optionally with the optimizer) for checkpoints in a
 data-only format (``states_format.py``); MXNet's pickled ``.states`` load only on request.
 """
 from __future__ import annotations
@@ -51,8 +53,28 @@ class Updater:
             elif not self.states_synced[idx]:
                 self.states[idx] = self.sync_state_context(self.states[idx], weights[i].context)
                 self.states_synced[idx] = True
-        for idx, w, g in zip(indices, weights, grads):
-            self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+        if getattr(self.optimizer, "aggregate_num", 0) > 0:
+            self._update_aggregated(indices, weights, grads)
+        else:
+            for idx, w, g in zip(indices, weights, grads):
+                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
+
+    def _update_aggregated(self, indices, weights, grads) -> None:
+        """Hand the optimizer lists of up to ``aggregate_num`` weights of one dtype at a time
+        (MXNet's grouping: by dtype in order of first appearance, then in chunks), so an
+        optimizer with a fused operator (SGD) makes one engine operation per chunk.
+
+        NOTE: the groups are also split by context (MXNet splits by dtype only): with model
+        parallelism (``group2ctxs``) one device's parameters live on several contexts, and one
+        operator's inputs must share one."""
+        by_dtype: Dict[Any, list] = {}
+        for triple in zip(indices, weights, grads):
+            by_dtype.setdefault((triple[1].dtype, triple[1].context), []).append(triple)
+        size = self.optimizer.aggregate_num
+        for triples in by_dtype.values():
+            for lo in range(0, len(triples), size):
+                idx, ws, gs = (list(t) for t in zip(*triples[lo:lo + size]))
+                self.optimizer.update_multi_precision(idx, ws, gs, [self.states[i] for i in idx])
 
     def sync_state_context(self, state, context):
         """``state`` (an NDArray or nested tuple/list of them) moved to ``context``."""

@@ -265,6 +265,11 @@ def wrapper(op_name: str) -> Callable:
         params = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol) and v is not _Null
                   and not (v is None and ((inputs is not None and k in inputs)
                                           or (k not in op.params and not op.extra_params)))}
+        # MXNet turns these keywords into the node's hidden attributes (``lr_mult=0`` ->
+        # ``__lr_mult__``), which the variables it creates for the node inherit.
+        hidden = [k for k in params if k in attribute.HIDDEN_KEYS and k not in op.params]
+        if hidden:
+            attr = dict(attr or {}, **{k: _attr_str(params.pop(k)) for k in hidden})
         return create(op, hint, args, sym_inputs, params, name, attr)
 
     creator.__name__ = creator.__qualname__ = func_name

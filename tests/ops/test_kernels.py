@@ -49,6 +49,17 @@ def _sgd(rng, dtype="float32", n_states=0):
                     **({"momentum": 0.9} if n_states else {})}
 
 
+def _multi_sgd(rng, dtype="float32", n_states=0, preloaded=False):
+    # three weights of different sizes; the fused kernel runs each through the single op's kernel
+    arrays = [rng.standard_normal(n).astype(dtype) for n in (300, 7, 40) for _ in range(2 + n_states)]
+    p = {"num_weights": 3, "rescale_grad": 0.5, "clip_gradient": 0.3,
+         **({"momentum": 0.9} if n_states else {})}
+    lrs, wds = [0.1, 0.2, 0.05], [1e-3, 0.0, 1e-2]
+    if preloaded:
+        return arrays + [np.array(lrs, "float32"), np.array(wds, "float32")], p
+    return arrays, {**p, "lrs": tuple(lrs), "wds": tuple(wds)}
+
+
 # One small case per fast kernel; the deep comparisons (every geometry, dtype, req, thread count)
 # live in tests/ops/nn/test_nn_window_kernels.py, test_softmax_ce_kernels.py and
 # tests/optimizer/test_sgd_kernels.py. A kernel registered without a case here fails below.
@@ -57,6 +68,10 @@ CASES = {
     "Pooling": _pool, "_backward_Pooling": _pool_backward,
     "_softmax_cross_entropy_pick": _loss, "_backward_softmax_cross_entropy_pick": _loss_backward,
     "sgd_update": _sgd, "sgd_mom_update": lambda rng, dtype="float32": _sgd(rng, dtype, 1),
+    "multi_sgd_update": _multi_sgd,
+    "multi_sgd_mom_update": lambda rng, dtype="float32": _multi_sgd(rng, dtype, 1),
+    "preloaded_multi_sgd_update": lambda rng, dtype="float32": _multi_sgd(rng, dtype, 0, True),
+    "preloaded_multi_sgd_mom_update": lambda rng, dtype="float32": _multi_sgd(rng, dtype, 1, True),
 }
 
 

@@ -1,10 +1,12 @@
 """GPU kernels of the optimizer updates (``kernels/optimizer.cu``): ``sgd_update``, ``sgd_mom_update``,
-``adam_update``."""
+``adam_update``; the fused ``multi_sgd_update`` / ``multi_sgd_mom_update`` run the first two per weight."""
 from __future__ import annotations
 
-from ..kernels import register_kernel
+from ..kernels import get_kernel, register_kernel
 from ..optimizer import adam as _adam  # noqa: F401 - the ops registered here must exist first
+from ..optimizer import multi_sgd as _multi
 from ..optimizer import sgd as _sgd  # noqa: F401
+from ..registry import get
 from ._launch import float_call, grid_1d, module, stream
 
 FAMILY = "optimizer"
@@ -51,3 +53,22 @@ def _adam_update(octx, params, inputs, outputs, req):
 
 register_kernel("adam_update", "gpu", _adam_update, applies=_dense, name="cuda.optimizer.adam_update",
                 exact=False, tol={"float32": (1e-5, 1e-6), "float64": (1e-13, 1e-14)})
+
+
+def _fused(single: str, stride: int):
+    """The fused op's GPU kernel: each weight through ``single``'s GPU kernel (SGD on a GPU with
+    the optimizer's aggregation); it takes a call when every weight's group is dense float."""
+    op = get(single)
+    kernel = _multi._per_weight(lambda: get_kernel(op, "gpu"), stride, False)
+
+    def applies(p, inputs, outputs, req):
+        return all(_dense(p, inputs[i * stride:(i + 1) * stride], [outputs[i]], [req[i]])
+                   for i in range(p["num_weights"]))
+    return kernel, applies
+
+
+for _name, _single, _stride in (("multi_sgd_update", "sgd_update", 2),
+                                ("multi_sgd_mom_update", "sgd_mom_update", 3)):
+    _kernel, _applies = _fused(_single, _stride)
+    register_kernel(_name, "gpu", _kernel, applies=_applies, name=f"cuda.optimizer.{_name}",
+                    exact=False, tol=_TOL)
