@@ -13,10 +13,11 @@ def test_phases_ops_and_pairs_on_a_tiny_net():
                           "--burn-us", "10"],
                          capture_output=True, text=True, timeout=120, check=True, cwd=ROOT).stdout
     ops = dict(re.findall(r"^  (module|hybrid|imperative) +(\d+):", out, re.M))
-    # Module: data and label copied in, one forward and one backward segment, six SGD updates;
-    # hybridized: no copies, the loss forward and backward (the default head gradient is filled
-    # without an operation).
-    assert ops == {"module": "10", "hybrid": "10", "imperative": "24"}
+    # Module: data and label copied in, one forward and one backward segment, the six SGD updates
+    # as two fused multi_sgd operations (MXNET_OPTIMIZER_AGGREGATION_SIZE=4); hybridized: no
+    # copies, the loss forward and backward (the default head gradient is filled without an
+    # operation).
+    assert ops == {"module": "6", "hybrid": "6", "imperative": "20"}
     assert "hybrid / module throughput" in out
     assert "module+burn / module throughput" in out
     for api in ("module", "hybrid", "imperative"):

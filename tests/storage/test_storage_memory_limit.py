@@ -88,7 +88,10 @@ def test_a_model_too_big_for_one_capped_device_runs_split_across_two(capped):
     with pytest.raises(MXNetError, match=r"out of memory on cpu\(11\).*in use"):
         train_once(net, capped[0])
     gc.collect()                           # the failed executor's arrays go back to the pool
-    mx.nd.waitall()
+    try:
+        mx.nd.waitall()
+    except MXNetError as e:                # other operations of the failed bind hit the same cap
+        assert "out of memory on cpu(11)" in str(e)
     storage.release_all(capped[0])
     assert storage.stats(capped[0])["bytes_in_use"] == 0
     ex = net.simple_bind(capped[0], data=(16, 1024), group2ctx={"first": capped[0], "second": capped[1]})
