@@ -108,3 +108,52 @@ def normalize_dtype(dtype, what: str = "dtype") -> np.dtype:
 
 def dtype_name(dtype) -> str:
     return np.dtype(dtype).name
+
+
+# ---------------------------------------------------------------------------------------------
+# MXNet's ``mxnet.base`` helpers that scripts and MXNet's own tests import by name.
+# ---------------------------------------------------------------------------------------------
+
+mx_real_t = np.float32          # MXNet's default real type
+
+
+def py_str(x) -> str:
+    """A ``str`` from bytes (UTF-8) or str: MXNet's C API returned bytes, and callers kept the habit."""
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) else str(x)
+
+
+def _as_list(obj) -> list:
+    """``obj`` itself when it is a list or tuple, else ``[obj]``."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+def data_dir_default() -> str:
+    """Where downloaded data and models go when ``MXNET_HOME`` is unset: ``~/.mxnet``
+    (``%APPDATA%\\mxnet`` on Windows)."""
+    import platform
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA"), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir() -> str:
+    """``MXNET_HOME`` if set, else ``data_dir_default()``."""
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
+class NotImplementedForSymbol(MXNetError):
+    """An NDArray-only function called on a ``Symbol`` (``bool(sym)``, ``sym.asnumpy()``, ...)."""
+
+    def __init__(self, function, alias=None, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + " is not implemented for Symbol and only available in NDArray."

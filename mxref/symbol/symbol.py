@@ -15,7 +15,7 @@ from .. import (
     attribute,
     passes,  # noqa: F401 - registers the passes infer_shape/infer_type run
 )
-from ..base import DTYPE_NP_TO_MX, MXNetError, normalize_dtype
+from ..base import DTYPE_NP_TO_MX, MXNetError, NotImplementedForSymbol, normalize_dtype
 from ..graph import Graph, Node, NodeEntry, apply_pass, copy_graph, topo_sort
 from . import json_format
 
@@ -105,7 +105,8 @@ class Symbol:
         self._outputs = json_format.from_json(state["handle"])
 
     def __bool__(self):
-        raise MXNetError("a Symbol has no truth value: bool() works on NDArray, not Symbol")
+        # An MXNetError subclass, so callers catching MXNetError still do.
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     # -- attributes ----------------------------------------------------------------------------
     def _single_node(self, what: str) -> Node:

@@ -9,7 +9,7 @@ import pytest
 import mxref.name
 import mxref.symbol as sym
 from mxref.attribute import AttrScope
-from mxref.base import MXNetError
+from mxref.base import MXNetError, NotImplementedForSymbol
 from mxref.ops.registry import OpDef, Param, exists, register
 
 
@@ -204,9 +204,9 @@ def test_copy_and_pickle_are_deep():
 
 
 def test_symbols_have_no_truth_value_and_no_hash():
-    """`==` builds a node, so symbols are unhashable and bool() is an error."""
+    """`==` builds a node, so symbols are unhashable and bool() is MXNet's NotImplementedForSymbol."""
     a = sym.Variable("a")
-    with pytest.raises(MXNetError, match="truth value"):
+    with pytest.raises(NotImplementedForSymbol, match="not implemented for Symbol"):
         bool(a)
     with pytest.raises(TypeError):
         hash(a)
