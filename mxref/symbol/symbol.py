@@ -196,8 +196,12 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self) -> Optional["Symbol"]:
-        """The inputs of this symbol's output nodes as one group, or ``None`` for a variable."""
-        entries = [e for out in self._outputs for e in out.node.inputs]
+        """The inputs of this symbol's output nodes as one group, or ``None`` for a variable.
+
+        Each node counts once: the outputs of ``SliceChannel(data, num_outputs=3)`` have one
+        child, ``data`` (as nnvm's ``Symbol::GetChildren``)."""
+        nodes = list({id(out.node): out.node for out in self._outputs}.values())
+        entries = [e for node in nodes for e in node.inputs]
         return Symbol(entries) if entries else None
 
     # -- composition ---------------------------------------------------------------------------

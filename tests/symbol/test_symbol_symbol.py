@@ -127,6 +127,8 @@ def test_group_internals_and_children():
     assert repr(g) == "<Symbol group [fc, data]>" and repr(fc) == "<Symbol fc>"
     assert fc.get_children().list_outputs() == ["data", "fc_weight", "fc_bias"]
     assert data.get_children() is None
+    sliced = sym.SliceChannel(data, num_outputs=3, name="slice")
+    assert sliced.get_children().list_outputs() == ["data"]       # one node, counted once
     assert [s.name for s in fc.get_internals()] == ["data", "fc_weight", "fc_bias", "fc"]
     with pytest.raises(TypeError):
         sym.Group([fc, 1])
