@@ -1,8 +1,10 @@
-"""MakeLoss (turn any output into a loss) and BlockGrad / stop_gradient (identity that stops gradients).
+"""MakeLoss and make_loss (turn any output into a loss) and BlockGrad / stop_gradient (identity that
+stops gradients).
 
 Math::
 
     MakeLoss   out = x      dx = grad_scale / n   (the head gradient is ignored: it is a loss layer)
+    make_loss  out = x      dx = 1                (MXNet's unary form: output ``loss``, no parameters)
     BlockGrad  out = x      dx = 0
 
 ``n`` is 1 (``normalization='null'``), the batch size (``'batch'``) or the number of elements of
@@ -12,6 +14,7 @@ gradient is ``None`` (zeros) and builds no node.
 """
 from __future__ import annotations
 
+from ... import graph as _graph
 from ..registry import OpDef, Param, assign, elemwise_shape, elemwise_type, register
 from ._util import backward_node, entry
 
@@ -48,3 +51,13 @@ register(OpDef("BlockGrad", identity, gradient=lambda node, ograds: [None], inpl
                inplace_identity=[True],
                infer_shape=elemwise_shape, infer_type=elemwise_type, aliases=["stop_gradient"],
                doc=__doc__))
+
+
+def make_loss_gradient(node, ograds):
+    # ones_like(x), as MXNet's FGradient: the head gradient is not read, so backward needs none.
+    return [entry(_graph.make_node("ones_like", [node.inputs[0]], node.name + "_backward"))]
+
+
+register(OpDef("make_loss", identity, outputs=["loss"], gradient=make_loss_gradient, inplace=[(0, 0)],
+               inplace_identity=[True], infer_shape=elemwise_shape, infer_type=elemwise_type,
+               loss_layer=True, doc=__doc__))
