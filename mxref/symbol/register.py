@@ -44,6 +44,21 @@ def _single_output(sym, what: str) -> NodeEntry:
     return sym._outputs[0]
 
 
+def _param_key(op: registry.OpDef, key: str, value) -> str:
+    """Where keyword ``key`` of an operator call is stored: ``lr_mult=0`` (any hidden key) becomes
+    attribute ``__lr_mult__``, and ``__mood__``-style keys stay attributes, as MXNet's
+    ``MXSymbolCreateAtomicSymbol`` does; ``weight_lr_mult=0`` is MXNet's deprecated form of a
+    variable attribute and is refused with MXNet's advice."""
+    for hidden in attribute.HIDDEN_KEYS:
+        if key.startswith(hidden):
+            return f"__{key}__"
+        if key.endswith("_" + hidden):
+            raise MXNetError(f"operator {op.name}: setting variable attributes with {key} is "
+                             f"deprecated. please instead use\nw = Variable({hidden}={value})\n"
+                             f"sym = YourSymbolName({key[:-len(hidden) - 1]}=w)")
+    return key
+
+
 def create(op: registry.OpDef, hint: str, args: Sequence = (), inputs: Dict[str, "Symbol"] = None,
            params: Dict = None, name: Optional[str] = None, attr: Dict[str, str] = None) -> Symbol:
     """Apply operator ``op`` to symbols: the common path of every ``mx.sym.<op>`` and operator.
@@ -54,7 +69,7 @@ def create(op: registry.OpDef, hint: str, args: Sequence = (), inputs: Dict[str,
     """
     inputs = dict(inputs or {})
     name = _name.current().get(name, hint)
-    attrs = {k: _attr_str(v) for k, v in (params or {}).items() if v is not _Null}
+    attrs = {_param_key(op, k, v): _attr_str(v) for k, v in (params or {}).items() if v is not _Null}
     if op.key_var_num_args and (args or inputs) and op.key_var_num_args in op.params:
         attrs[op.key_var_num_args] = str(len(args) or len(inputs))
     for key, value in attribute.current().get(attr).items():

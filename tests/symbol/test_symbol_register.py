@@ -143,3 +143,20 @@ def test_positional_inputs_follow_the_parameters_input_list():
     assert rnn.list_arguments() == ["x", "w", "b", "c"]
     with pytest.raises(MXNetError, match="takes 2"):
         sym.LeakyReLU(x, w, b, act_type="prelu")
+
+
+def test_hidden_keys_given_as_operator_keywords_become_attributes():
+    """lr_mult=..., wd_mult=... and __x__=... on an operator call are attributes, not parameters
+    (MXNet's MXSymbolCreateAtomicSymbol); weight_lr_mult=... is refused with MXNet's advice."""
+    data = sym.Variable("data")
+    conv = sym.Convolution(data=data, name="conv", kernel=(1, 1), num_filter=1,
+                              attr={"__mood__": "so so"}, lr_mult=1)
+    attrs = conv.attr_dict()["conv"]
+    assert attrs["__lr_mult__"] == "1" and attrs["lr_mult"] == "1" and attrs["__mood__"] == "so so"
+    assert conv.attr("lr_mult") == "1"
+    fc = sym.FullyConnected(data=data, num_hidden=3, wd_mult=0.5, __layout__="NC")
+    assert fc.list_attr() == {"num_hidden": "3", "__wd_mult__": "0.5", "wd_mult": "0.5",
+                              "__layout__": "NC"}
+    assert fc.infer_shape(data=(2, 4))[1] == [(2, 3)]          # the op's own parameters are intact
+    with pytest.raises(MXNetError, match=r"(?s)weight_lr_mult is deprecated.*Variable\(lr_mult=0.5\)"):
+        sym.FullyConnected(data=data, num_hidden=3, weight_lr_mult=0.5)
