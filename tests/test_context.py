@@ -58,9 +58,6 @@ def test_nested_with_on_one_context_object_restores_the_outer_default():
 
 def test_default_ctx_is_this_threads_default_and_settable_on_the_class():
     """Context.default_ctx (MXNet's class property): per thread; ``with`` blocks nest on top."""
-    import threading
-
-    from mxref.context import Context
     seen = []
 
     def other():
