@@ -219,6 +219,32 @@ def _input_names(op: registry.OpDef) -> Optional[List[str]]:
         return None
 
 
+def _positional_params(op: registry.OpDef, func_name: str, inputs: Optional[List[str]], args: tuple,
+                       kwargs: dict) -> tuple:
+    """The leading Symbol inputs of ``args``; the values after them fill the parameters in order,
+    after the input slots, as in MXNet's generated signature (``sym.reshape(x, (2, 3))``)."""
+    if inputs is None:                         # variadic inputs: MXNet's signature is (*data, ...)
+        return args
+    n_lead = 0
+    while n_lead < len(args) and (args[n_lead] is None or isinstance(args[n_lead], Symbol)):
+        n_lead += 1
+    slots = max(n_lead, len(inputs))
+    param_names = [k for k in op.params if k not in inputs]
+    if len(args) > slots + len(param_names):
+        raise MXNetError(f"{func_name}() takes at most {slots + len(param_names)} positional "
+                         f"arguments ({', '.join(inputs + param_names)}), got {len(args)}")
+    for i in range(n_lead, len(args)):
+        if i < slots:            # a non-Symbol in an input's place: left for the caller's error
+            return args
+        if param_names[i - slots] in kwargs:
+            raise TypeError(f"{func_name}() got multiple values for argument '{param_names[i - slots]}'")
+        kwargs[param_names[i - slots]] = args[i]
+    lead = args[:n_lead]
+    while lead and lead[-1] is None:            # inputs left out at the end become variables
+        lead = lead[:-1]
+    return lead
+
+
 def _signature(op: registry.OpDef, inputs: Optional[List[str]]) -> inspect.Signature:
     P = inspect.Parameter
     if inputs is None:
@@ -259,6 +285,7 @@ def wrapper(op_name: str) -> Callable:
     inputs = _input_names(op)
 
     def creator(*args, name: Optional[str] = None, attr: Dict[str, str] = None, **kwargs):
+        args = _positional_params(op, func_name, inputs, args, kwargs)
         for i, a in enumerate(args):
             if not isinstance(a, Symbol):
                 raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input), "

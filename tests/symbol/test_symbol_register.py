@@ -160,3 +160,14 @@ def test_hidden_keys_given_as_operator_keywords_become_attributes():
     assert fc.infer_shape(data=(2, 4))[1] == [(2, 3)]          # the op's own parameters are intact
     with pytest.raises(MXNetError, match=r"(?s)weight_lr_mult is deprecated.*Variable\(lr_mult=0.5\)"):
         sym.FullyConnected(data=data, num_hidden=3, weight_lr_mult=0.5)
+
+
+def test_parameters_may_follow_the_inputs_positionally():
+    """As MXNet's generated signatures: sym.reshape(x, (2, 3)); None skips an input slot."""
+    x = sym.Variable("x")
+    assert sym.reshape(x, (2, 3)).infer_shape(x=(6,))[1] == [(2, 3)]
+    assert sym.FullyConnected(x, None, None, 5).infer_shape(x=(2, 4))[1] == [(2, 5)]
+    with pytest.raises(MXNetError, match="takes at most"):
+        sym.reshape(x, 1, 2, 3, 4, 5, 6, 7, 8)
+    with pytest.raises(TypeError, match="multiple values for argument 'shape'"):
+        sym.reshape(x, (2, 3), shape=(6,))
