@@ -10,8 +10,9 @@ __all__ = ["MXNetError", "env_int", "env_str", "env_bool", "env_float", "DTYPE_N
            "integer_types", "_Null"]
 
 
-class MXNetError(Exception):
-    """The one error type mxref raises for bad input and failed operations (``mx.base.MXNetError``).
+class MXNetError(RuntimeError):
+    """The one error type mxref raises for bad input and failed operations (``mx.base.MXNetError``;
+    a ``RuntimeError``, as MXNet's).
 
     Errors raised inside asynchronous engine work are re-raised as ``MXNetError`` at the next wait,
     with the failing operator's name in the message and the original exception as ``__cause__``.

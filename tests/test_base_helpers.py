@@ -41,3 +41,9 @@ def test_bool_of_a_symbol_is_not_implemented_for_symbol():
 
 def test_mx_real_t_is_float32():
     assert mx_real_t is np.float32
+
+
+def test_mxnet_error_is_a_runtime_error_as_in_mxnet():
+    assert issubclass(MXNetError, RuntimeError)
+    with pytest.raises(RuntimeError):
+        mx.nd.zeros((2,)).reshape((3,))
