@@ -33,7 +33,12 @@ def _attr_str(value) -> str:
     """An attribute value as MXNet's Python front end writes it (``str``, dtypes by name)."""
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return np.dtype(value).name
-    return str(value)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = tuple(value.tolist())
+    if isinstance(value, (tuple, list)):
+        # numpy >= 2 writes np.int64(0) for a numpy scalar; MXNet's attribute text is "(0,)"
+        value = type(value)(v.item() if isinstance(v, np.generic) else v for v in value)
+    return str(value.item() if isinstance(value, np.generic) else value)
 
 
 def _single_output(sym, what: str) -> NodeEntry:

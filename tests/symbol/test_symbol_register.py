@@ -3,6 +3,7 @@ and operators on symbols named and recorded as MXNet 1.9.1 does (``a + 1`` -> ``
 import inspect
 import json
 
+import numpy as np
 import pytest
 
 import mxref.name
@@ -171,3 +172,11 @@ def test_parameters_may_follow_the_inputs_positionally():
         sym.reshape(x, 1, 2, 3, 4, 5, 6, 7, 8)
     with pytest.raises(TypeError, match="multiple values for argument 'shape'"):
         sym.reshape(x, (2, 3), shape=(6,))
+
+
+def test_numpy_values_are_written_as_mxnet_writes_python_ones():
+    """numpy scalars inside tuples, and 1-d numpy arrays, become "(0,)"-style attribute text."""
+    x = sym.Variable("x")
+    assert sym.transpose(x, axes=(np.int64(0),)).list_attr() == {"axes": "(0,)"}
+    assert sym.broadcast_to(x, shape=np.array([6, 5, 6])).list_attr() == {"shape": "(6, 5, 6)"}
+    assert sym.FullyConnected(x, num_hidden=np.int64(3)).list_attr() == {"num_hidden": "3"}
