@@ -309,6 +309,10 @@ class KVStore:
             raise MXNetError("kvstore.row_sparse_pull: out= and row_ids= are required")
         groups = self._group(key, out, "row_sparse_pull")
         flat_ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
+        if len(flat_ids) == len(groups) and any(isinstance(i, (list, tuple)) for i in flat_ids):
+            # one entry per key: a list (one per output) or one array for all the key's outputs
+            flat_ids = [ids for item, (_, arrays) in zip(flat_ids, groups)
+                        for ids in (list(item) if isinstance(item, (list, tuple)) else [item] * len(arrays))]
         outs = [a for _, arrays in groups for a in arrays]
         if len(flat_ids) == 1:
             flat_ids = flat_ids * len(outs)
