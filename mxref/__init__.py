@@ -38,8 +38,10 @@ from . import (
     random,
     recordio,
     registry,
+    runtime,
     storage,
     symbol,
+    util,
     visualization,
 )
 from . import initializer as init
@@ -53,6 +55,16 @@ from .base import MXNetError
 from .context import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
 from .info import info
 from .symbol import Symbol
+from .util import (
+    is_np_array,
+    is_np_shape,
+    np_array,
+    np_shape,
+    set_np_shape,
+    use_np,
+    use_np_array,
+    use_np_shape,
+)
 
 __version__ = "0.1.0"
 

@@ -47,9 +47,10 @@ from .ndarray import imperative as _imperative
 from .ndarray.ndarray import NDArray, _empty, _memoryless
 from .ops import registry
 
+# ``NDArray`` too: ``from mxnet.autograd import *`` hands it to MXNet's scripts and tests.
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "get_symbol",
-           "Function"]
+           "Function", "NDArray"]
 
 _GRAD_REQS = ("null", "write", "add")
 _NOT_IN_GRAPH = ("Cannot differentiate node because it is not in a computational graph. You need to "

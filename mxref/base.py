@@ -10,8 +10,9 @@ __all__ = ["MXNetError", "env_int", "env_str", "env_bool", "env_float", "DTYPE_N
            "integer_types", "_Null"]
 
 
-class MXNetError(Exception):
-    """The one error type mxref raises for bad input and failed operations (``mx.base.MXNetError``).
+class MXNetError(RuntimeError):
+    """The one error type mxref raises for bad input and failed operations (``mx.base.MXNetError``;
+    a ``RuntimeError``, as MXNet's).
 
     Errors raised inside asynchronous engine work are re-raised as ``MXNetError`` at the next wait,
     with the failing operator's name in the message and the original exception as ``__cause__``.
@@ -116,10 +117,51 @@ class MXNetIndexError(MXNetError, IndexError):
     """An index out of range: both ``MXNetError`` and ``IndexError``."""
 
 
-# -- control flow (mxref/ndarray/control_flow.py, mxref/symbol/control_flow.py) ------------------
 
-def _as_list(obj):
-    """``obj`` itself if it is a list or tuple, else ``[obj]`` (MXNet's ``base._as_list``)."""
-    if isinstance(obj, (list, tuple)):
-        return obj
-    return [obj]
+# ---------------------------------------------------------------------------------------------
+# MXNet's ``mxnet.base`` helpers that scripts and MXNet's own tests import by name.
+# ---------------------------------------------------------------------------------------------
+
+mx_real_t = np.float32          # MXNet's default real type
+
+
+def py_str(x) -> str:
+    """A ``str`` from bytes (UTF-8) or str: MXNet's C API returned bytes, and callers kept the habit."""
+    return x.decode("utf-8") if isinstance(x, (bytes, bytearray)) else str(x)
+
+
+def _as_list(obj) -> list:
+    """``obj`` itself when it is a list or tuple, else ``[obj]``."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+def data_dir_default() -> str:
+    """Where downloaded data and models go when ``MXNET_HOME`` is unset: ``~/.mxnet``
+    (``%APPDATA%\\mxnet`` on Windows)."""
+    import platform
+    if platform.system() == "Windows":
+        return os.path.join(os.environ.get("APPDATA"), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir() -> str:
+    """``MXNET_HOME`` if set, else ``data_dir_default()``."""
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
+class NotImplementedForSymbol(MXNetError):
+    """An NDArray-only function called on a ``Symbol`` (``bool(sym)``, ``sym.asnumpy()``, ...)."""
+
+    def __init__(self, function, alias=None, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = f"Function {self.function}"
+        if self.alias:
+            msg += f' (namely operator "{self.alias}")'
+        if self.args:
+            msg += f" with arguments ({', '.join(self.args)})"
+        return msg + " is not implemented for Symbol and only available in NDArray."

@@ -12,7 +12,20 @@ __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus",
            "set_memory_limit", "memory_limit"]
 
 
-class Context:
+class _ContextMeta(type):
+    """Gives ``Context.default_ctx``: this thread's default context, readable and settable on the
+    class as in MXNet (``Context.default_ctx = mx.cpu(1)``)."""
+
+    @property
+    def default_ctx(cls) -> "Context":
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx: "Context") -> None:
+        cls._local.value = ctx
+
+
+class Context(metaclass=_ContextMeta):
     """A device on which arrays live and operators run.
 
     ``Context`` is also a context manager that makes itself the default for new arrays::

@@ -275,17 +275,17 @@ class Constant(Initializer):
     """Weights set to ``value`` (a number or an array of the weight's shape); biases still 0."""
 
     def __init__(self, value):
-        super().__init__(value=value)
+        # The recorded value is JSON-ready (an array as nested lists), as MXNet's ``dumps`` leaves
+        # it: ``dumps() == json.dumps([name, _kwargs])`` holds for arrays too.
+        recorded = value
+        if not np.isscalar(value):
+            recorded = value.tolist() if isinstance(value, np.ndarray) else \
+                value.asnumpy().tolist() if hasattr(value, "asnumpy") else value
+        super().__init__(value=recorded)
         self.value = value
 
     def _init_weight(self, _, arr):
         arr[:] = self.value.asnumpy() if hasattr(self.value, "asnumpy") else self.value
-
-    def dumps(self) -> str:
-        val = self._kwargs["value"]
-        if not np.isscalar(val):
-            val = val.tolist() if isinstance(val, np.ndarray) else val.asnumpy().tolist()
-        return json.dumps([type(self).__name__.lower(), dict(self._kwargs, value=val)])
 
 
 @register

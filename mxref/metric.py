@@ -567,6 +567,91 @@ class Loss(EvalMetric):
 
 
 @register
+class Torch(Loss):
+    """``Loss`` under the name MXNet gave losses computed by Torch criterions."""
+
+    def __init__(self, name: str = "torch", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
+@register
+class Caffe(Loss):
+    """``Loss`` under the name MXNet gave losses computed by Caffe layers."""
+
+    def __init__(self, name: str = "caffe", output_names=None, label_names=None):
+        super().__init__(name, output_names=output_names, label_names=label_names)
+
+
+@register
+class PCC(EvalMetric):
+    """Multiclass Matthews correlation (Gorodkin's R_K) from a K x K confusion matrix ``C``
+    (rows: predicted class, columns: true class), with ``n = sum C``, ``x = C 1``, ``y = 1ᵀ C``::
+
+        PCC = (n tr(C) - x·y) / sqrt((n² - x·x) (n² - y·y))
+
+    Equals MCC for two classes; ``K`` grows with the largest class seen. NaN while a side of the
+    matrix is constant. Predictions are class scores (argmax is taken) or class ids.
+    """
+
+    def __init__(self, name: str = "pcc", output_names=None, label_names=None, has_global_stats=True):
+        self.k = 2
+        super().__init__(name, output_names=output_names, label_names=label_names,
+                         has_global_stats=has_global_stats)
+
+    def reset(self) -> None:
+        self.global_num_inst = 0
+        self.gcm = numpy.zeros((self.k, self.k))
+        self.reset_local()
+
+    def reset_local(self) -> None:
+        self.num_inst = 0
+        self.lcm = numpy.zeros((self.k, self.k))
+
+    @staticmethod
+    def _corr(cm) -> float:
+        n, x, y = cm.sum(), cm.sum(axis=1), cm.sum(axis=0)
+        cov_xx, cov_yy = numpy.sum(x * (n - x)), numpy.sum(y * (n - y))
+        if cov_xx == 0 or cov_yy == 0:
+            return float("nan")
+        return float(numpy.sum(cm.diagonal() * n - x * y) / math.sqrt(cov_xx * cov_yy))
+
+    def update(self, labels, preds) -> None:
+        labels, preds = check_label_shapes(labels, preds, True)
+        for label, pred in zip(labels, preds):
+            label = _np(label).astype(numpy.int64).ravel()
+            pred = _np(pred)
+            pred = (pred.argmax(axis=1) if pred.shape != label.shape else pred).astype(numpy.int64).ravel()
+            top = int(max(pred.max(initial=0), label.max(initial=0)))
+            if top >= self.k:                       # a class not seen before: grow both matrices
+                grow = top + 1 - self.k
+                self.lcm = numpy.pad(self.lcm, ((0, grow), (0, grow)))
+                self.gcm = numpy.pad(self.gcm, ((0, grow), (0, grow)))
+                self.k += grow
+            batch = numpy.zeros((self.k, self.k))
+            numpy.add.at(batch, (pred, label), 1)
+            self.lcm += batch
+            self.gcm += batch
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    @property
+    def sum_metric(self) -> float:
+        return self._corr(self.lcm) * self.num_inst
+
+    @sum_metric.setter
+    def sum_metric(self, value) -> None:      # EvalMetric.reset assigns it; the matrix is the state
+        pass
+
+    @property
+    def global_sum_metric(self) -> float:
+        return self._corr(self.gcm) * self.global_num_inst
+
+    @global_sum_metric.setter
+    def global_sum_metric(self, value) -> None:
+        pass
+
+
+@register
 class CustomMetric(EvalMetric):
     """A metric from ``feval(label, pred)`` on numpy arrays, returning a value or ``(sum, count)``.
 

@@ -4,18 +4,28 @@ consistency across dtypes and kernels, reproducible seeds, and ``OpTestCase`` fo
 Gradients are always computed by the real ``Executor``; a numeric gradient is a central difference
 of ``f(x) = sum_i <output_i, proj_i>`` for a fixed random projection ``proj`` (which is also the
 head gradient fed to ``backward``), so every output of a multi-output symbol is checked.
+
+Comparisons, random data, the environment and test-running helpers live in ``mxref/testing/``
+(one concern per module); this module gathers them, so ``mxref.test_utils`` is the one import path.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 import inspect
+import logging
 import os
 import random as _pyrandom
+import struct
+import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+import numpy.random as rnd
+import numpy.testing as npt
+
+import mxref as mx
 
 from . import resource as _resource
 from ._ext.switch import reference_kernels
@@ -28,166 +38,85 @@ from .ndarray.utils import array, waitall
 from .op_check import check_kernels, check_op_gradient, fast_and_reference, kernel_calls, run_op
 from .ops import registry as _registry
 from .symbol.symbol import Symbol
+from .testing.arrays import (
+    assign_each,
+    assign_each2,
+    collapse_sum_like,
+    create_sparse_array,
+    create_sparse_array_zd,
+    create_vector,
+    np_reduce,
+    rand_coord_2d,
+    rand_ndarray,
+    rand_shape_2d,
+    rand_shape_3d,
+    rand_shape_nd,
+    rand_sparse_ndarray,
+    random_arrays,
+    random_sample,
+    random_uniform_arrays,
+    shuffle_csr_column_indices,
+)
+from .testing.compare import (
+    _EPS,
+    almost_equal,
+    almost_equal_ignore_nan,
+    assert_allclose,
+    assert_almost_equal,
+    assert_almost_equal_ignore_nan,
+    assert_almost_equal_with_err,
+    assert_exception,
+    default_atols,
+    default_numeric_eps,
+    default_rtols,
+    effective_dtype,
+    get_atol,
+    get_etol,
+    get_rtol,
+    get_tolerance,
+    get_tols,
+    same,
+    same_array,
+)
+from .testing.data import DummyIter
+from .testing.environ import discard_stderr, environment, set_env_var
+from .testing.runs import has_tvm_ops, is_cd_run, is_op_runnable, retry
+from .util import getenv, setenv, use_np
 
+# MXNet's test_utils has no ``__all__``, so ``from mxnet.test_utils import *`` also hands its
+# tests the modules it imported; its tests rely on that, hence the last line of names.
 __all__ = ["default_context", "set_default_context", "default_dtype", "default_rtols", "default_atols",
-           "default_numeric_eps", "get_tolerance", "get_tols", "get_rtol", "get_atol", "same",
+           "default_numeric_eps", "get_tolerance", "get_tols", "get_rtol", "get_atol", "get_etol", "same",
            "almost_equal", "assert_almost_equal", "assert_allclose", "assert_exception",
-           "random_arrays", "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "rand_ndarray",
+           "almost_equal_ignore_nan", "assert_almost_equal_ignore_nan", "assert_almost_equal_with_err",
+           "same_array", "effective_dtype",
+           "random_arrays", "random_uniform_arrays", "random_sample", "rand_shape_2d", "rand_shape_3d",
+           "rand_shape_nd", "rand_ndarray", "rand_sparse_ndarray", "create_sparse_array",
+           "create_sparse_array_zd", "shuffle_csr_column_indices", "rand_coord_2d", "assign_each",
+           "assign_each2", "create_vector", "np_reduce", "collapse_sum_like",
+           "environment", "set_env_var", "discard_stderr", "getenv", "setenv", "use_np",
+           "retry", "has_tvm_ops", "is_op_runnable", "is_cd_run", "DummyIter", "Context", "Symbol",
+           "current_context",
            "simple_forward", "numeric_grad", "check_numeric_gradient", "check_symbolic_forward",
            "check_symbolic_backward", "check_consistency", "check_speed", "reference_kernels", "with_seed",
            "OpTestCase", "check_kernels", "check_op_gradient", "fast_and_reference", "kernel_calls",
-           "run_op"]
-
-_default_ctx: Optional[Context] = None
+           "run_op",
+           "mx", "np", "npt", "rnd", "sys", "os", "logging", "struct", "array"]
 
 
 def default_context() -> Context:
-    """The context tests run on: the one set by ``set_default_context``, else the current one."""
-    return _default_ctx if _default_ctx is not None else current_context()
+    """The context tests run on: this thread's default context (``mx.current_context()``)."""
+    return current_context()
 
 
 def set_default_context(ctx: Context) -> None:
-    global _default_ctx
-    _default_ctx = ctx
+    """Make ``ctx`` this thread's default context, as MXNet's ``set_default_context`` does
+    (``with ctx:`` blocks still nest on top of it)."""
+    Context._local.value = ctx
 
 
 def default_dtype():
     return np.float32
-
-
-# MXNet 1.9.1's defaults: a dtype's precision decides how close is close enough.
-_RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
-_ATOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
-# powers of two, so ``x + eps / 2`` drops no bits of the step
-_EPS = {np.dtype(np.float16): 2.0 ** -6, np.dtype(np.float32): 2.0 ** -9, np.dtype(np.float64): 2.0 ** -14}
-
-
-def default_rtols() -> Dict[np.dtype, float]:
-    return dict(_RTOL)
-
-
-def default_atols() -> Dict[np.dtype, float]:
-    return dict(_ATOL)
-
-
-def default_numeric_eps() -> Dict[np.dtype, float]:
-    return dict(_EPS)
-
-
-def get_tolerance(dat, tol, default_tol: dict) -> float:
-    """``tol`` if a number, else its (or the default) entry for ``dat``'s dtype (integers: 0)."""
-    if isinstance(tol, (int, float)):
-        return tol
-    dtype = np.dtype(getattr(dat, "dtype", np.float64))
-    return (tol or {}).get(dtype, default_tol.get(dtype, 0))
-
-
-def get_tols(x, y, rtol, atol):
-    """The looser of the two arrays' tolerances (a float32 vs float64 comparison uses float32's)."""
-    x = np.asarray(x) if isinstance(x, (int, float)) else x
-    y = np.asarray(y) if isinstance(y, (int, float)) else y
-    return (max(get_tolerance(x, rtol, _RTOL), get_tolerance(y, rtol, _RTOL)),
-            max(get_tolerance(x, atol, _ATOL), get_tolerance(y, atol, _ATOL)))
-
-
-def get_rtol(rtol=None, dtype=np.dtype(np.float64)) -> float:
-    return _RTOL[np.dtype(dtype)] if rtol is None else rtol
-
-
-def get_atol(atol=None, dtype=np.dtype(np.float64)) -> float:
-    return _ATOL[np.dtype(dtype)] if atol is None else atol
-
-
-def _host(a) -> np.ndarray:
-    return a.asnumpy() if isinstance(a, NDArray) else np.asarray(a)
-
-
-def same(a, b) -> bool:
-    """Exactly equal values (and shapes)."""
-    return np.array_equal(_host(a), _host(b))
-
-
-def almost_equal(a, b, rtol=None, atol=None, equal_nan: bool = False) -> bool:
-    a, b = _host(a), _host(b)
-    return bool(np.allclose(a, b, rtol=get_rtol(rtol), atol=get_atol(atol), equal_nan=equal_nan))
-
-
-def assert_almost_equal(a, b, rtol=None, atol=None, names=("a", "b"), equal_nan: bool = False,
-                        use_broadcast: bool = True, mismatches=(10, 10)) -> None:
-    """Assert ``|a - b| <= atol + rtol * |b|`` elementwise, with tolerances chosen by dtype.
-
-    ``rtol``/``atol`` may be numbers or ``{dtype: tol}`` dicts; ``None`` takes MXNet's defaults
-    (float32: 1e-4 / 1e-3, float64: 1e-5 / 1e-20). The error names the worst element and how
-    many elements are off.
-    """
-    rtol, atol = get_tols(a, b, rtol, atol)
-    a, b = _host(a), _host(b)
-    if not use_broadcast and a.shape != b.shape:
-        raise AssertionError(f"{names[0]}.shape = {a.shape} and {names[1]}.shape = {b.shape} are not equal")
-    if a.dtype == np.bool_ and b.dtype == np.bool_:
-        np.testing.assert_equal(a, b)
-        return
-    if np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
-        return
-    a64, b64 = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64))
-    diff = np.where(a64 == b64, 0.0, np.abs(a64 - b64))
-    if equal_nan:
-        diff = np.where(np.isnan(a64) & np.isnan(b64), 0.0, diff)
-    violation = np.nan_to_num(diff / (atol + rtol * np.abs(b64) + 1e-20), nan=np.inf)
-    where = np.unravel_index(int(np.argmax(violation)), violation.shape) if violation.ndim else ()
-    bad = int(np.sum(violation > 1))
-    raise AssertionError(
-        f"Error {float(violation[where]):f} exceeds tolerance rtol={rtol:e}, atol={atol:e} "
-        f"(mismatch {100.0 * bad / max(violation.size, 1):f}%).\nLocation of maximum error: {where}, "
-        f"{names[0]}={float(a64[where]):.8f}, {names[1]}={float(b64[where]):.8f}\n"
-        f" {names[0]}: {np.array2string(a, threshold=8, edgeitems=2)}\n"
-        f" {names[1]}: {np.array2string(b, threshold=8, edgeitems=2)}")
-
-
-def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan: bool = True) -> None:
-    assert_almost_equal(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
-
-
-def assert_exception(f, exception_type, *args, **kwargs) -> None:
-    """Assert that ``f(*args, **kwargs)`` raises ``exception_type``."""
-    try:
-        f(*args, **kwargs)
-    except exception_type:
-        return
-    raise AssertionError(f"{getattr(f, '__name__', f)} did not raise {exception_type.__name__}")
-
-
-# ---------------------------------------------------------------------------------------------
-# random data
-# ---------------------------------------------------------------------------------------------
-
-def random_arrays(*shapes):
-    """Standard-normal float32 numpy arrays (one array, or a list for several shapes)."""
-    arrays = [np.array(np.random.randn(), dtype=np.float32) if len(s) == 0 else
-              np.random.randn(*s).astype(np.float32) for s in shapes]
-    return arrays[0] if len(arrays) == 1 else arrays
-
-
-def rand_shape_2d(dim0: int = 10, dim1: int = 10, allow_zero_size: bool = False):
-    low = 0 if allow_zero_size else 1
-    return np.random.randint(low, dim0 + 1), np.random.randint(low, dim1 + 1)
-
-
-def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10, allow_zero_size: bool = False):
-    low = 0 if allow_zero_size else 1
-    return tuple(int(np.random.randint(low, d + 1)) for d in (dim0, dim1, dim2))
-
-
-def rand_shape_nd(num_dim: int, dim: int = 10, allow_zero_size: bool = False):
-    low = 0 if allow_zero_size else 1
-    return tuple(int(d) for d in np.random.randint(low, dim + 1, size=num_dim))
-
-
-def rand_ndarray(shape, stype: str = "default", density=None, dtype=None, **kwargs) -> NDArray:
-    """A uniform [0, 1) NDArray (dense storage only)."""
-    if stype != "default":
-        raise MXNetError(f"rand_ndarray: storage type {stype!r} is not supported (dense only)")
-    return array(np.random.uniform(size=shape), dtype=dtype or np.float32)
 
 
 # ---------------------------------------------------------------------------------------------

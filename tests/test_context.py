@@ -4,6 +4,7 @@ import threading
 import pytest
 
 import mxref as mx
+from mxref.context import Context
 
 
 def test_cpu_gpu_contexts():
@@ -53,3 +54,21 @@ def test_nested_with_on_one_context_object_restores_the_outer_default():
             assert mx.current_context() == mx.cpu(1)
         assert mx.current_context() == mx.cpu(1)
     assert mx.current_context() == mx.cpu(0)
+
+
+def test_default_ctx_is_this_threads_default_and_settable_on_the_class():
+    """Context.default_ctx (MXNet's class property): per thread; ``with`` blocks nest on top."""
+    seen = []
+
+    def other():
+        Context.default_ctx = mx.cpu(3)
+        seen.append(Context.default_ctx)
+        with mx.cpu(4):
+            seen.append(Context.default_ctx)
+        seen.append(mx.current_context())
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert seen == [mx.cpu(3), mx.cpu(4), mx.cpu(3)]
+    assert Context.default_ctx == mx.current_context() == mx.cpu(0)

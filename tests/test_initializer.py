@@ -161,7 +161,9 @@ def test_lstm_bias_and_constant_array():
     np.testing.assert_array_equal(_filled(init.LSTMBias(2.0), "lstm_weight", (8,)), [0, 0, 2, 2, 0, 0, 0, 0])
     value = mx.nd.array(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(_filled(init.Constant(value), "c_weight", (2, 3)), value.asnumpy())
-    assert json.loads(init.Constant(value).dumps())[1]["value"] == value.asnumpy().tolist()
+    c = init.Constant(value)
+    assert json.loads(c.dumps())[1]["value"] == value.asnumpy().tolist()
+    assert c.dumps() == json.dumps(["constant", c._kwargs])      # the recorded value is JSON-ready
 
 
 def test_mixed_picks_first_matching_pattern():

@@ -20,7 +20,7 @@ OVERVIEW = ROOT / "docs" / "architecture" / "overview.md"
 LAYERS: Dict[str, int] = {
     # 0: errors, flags, contexts and tiny services everything may use
     "base": 0, "context": 0, "_ext": 0, "profiler": 0, "name": 0, "attribute": 0, "registry": 0,
-    "recordio": 0,
+    "recordio": 0, "util": 0, "numpy": 0, "runtime": 0,
     # 1: the graph IR and the pass registry
     "graph": 1,
     # 2: the dependency engine, memory, and the resources ops write through the engine
@@ -34,7 +34,8 @@ LAYERS: Dict[str, int] = {
     "operator": 5,
     # 6: running graphs, and the training pieces that only need arrays
     "executor": 6, "executor_plan": 6, "cached_op": 6, "initializer": 6, "optimizer": 6,
-    "lr_scheduler": 6, "metric": 6, "io": 6, "image": 6, "data": 6, "visualization": 6, "test_utils": 6, "op_check": 6,
+    "lr_scheduler": 6, "metric": 6, "io": 6, "image": 6, "data": 6, "visualization": 6, "test_utils": 6,
+    "testing": 6, "op_check": 6,
     "collective": 6,
     # 7: stores and the Gluon / model front ends
     "kvstore": 7, "gluon": 7, "model": 7, "parallel": 7,

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+import mxref as mx
 from mxref import metric
 
 # The inputs given to MXNet 1.9.1 for the reference numbers: two batches of (label, pred).
@@ -209,3 +210,37 @@ def test_update_dict_picks_named_outputs():
     m.update_dict({"lab": np.array([1.]), "other": np.array([0.])},
                   {"junk": np.array([[1., 0.]]), "out": np.array([[0., 1.]])})
     assert m.get()[1] == 1.0
+
+
+def _rk(pred, label, k):
+    """Gorodkin's R_K from one-hot indicators: sum of per-class covariances, normalised."""
+    x = np.eye(k)[pred]
+    y = np.eye(k)[label]
+    xc, yc = x - x.mean(axis=0), y - y.mean(axis=0)
+    return (xc * yc).sum() / np.sqrt((xc * xc).sum() * (yc * yc).sum())
+
+
+def test_pcc_is_mcc_for_two_classes_and_r_k_beyond():
+    """PCC: MXNet's docstring example (0.0191775...), equal to MCC; 3 classes match R_K; the
+    matrix grows for new classes; local and global statistics split at reset_local."""
+    fp, fn, tp, tn = 1000, 1, 10000, 1
+    preds = [mx.nd.array([[.3, .7]] * fp + [[.7, .3]] * tn + [[.7, .3]] * fn + [[.3, .7]] * tp)]
+    labels = [mx.nd.array([0] * (fp + tn) + [1] * (fn + tp))]
+    pcc, mcc = mx.metric.create("pcc"), mx.metric.MCC()
+    pcc.update(labels, preds)
+    mcc.update(labels, preds)
+    assert pcc.get()[1] == pytest.approx(0.01917751877733392) == mcc.get()[1]
+    rng = np.random.RandomState(0)
+    label, pred = rng.randint(0, 3, 50), rng.randint(0, 3, 50)
+    m = mx.metric.PCC()
+    m.update([mx.nd.array(label)], [mx.nd.array(pred)])       # class ids, not scores
+    assert m.k == 3 and m.get()[1] == pytest.approx(_rk(pred, label, 3))
+    m.reset_local()
+    assert np.isnan(m.get()[1]) and m.get_global()[1] == pytest.approx(_rk(pred, label, 3))
+
+
+def test_torch_and_caffe_are_loss_metrics():
+    for name in ("torch", "caffe"):
+        m = mx.metric.create(name)
+        m.update(None, [mx.nd.array([1.0, 3.0])])
+        assert m.get() == (name, 2.0)

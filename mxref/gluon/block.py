@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from typing import Dict, Optional
@@ -259,6 +260,21 @@ class Block:
                                          "in this block. Set ignore_extra=True to ignore.")
                 continue
             params[name]._load_init(value, ctx, cast_dtype=cast_dtype, dtype_source=dtype_source)
+
+    def save_params(self, filename: str) -> None:
+        """[Deprecated, MXNet 1.x] Save parameters under their full names minus this block's prefix
+        (``ParameterDict.save``'s format); use ``save_parameters``, or ``export`` for SymbolBlock."""
+        warnings.warn("save_params is deprecated. Please use save_parameters. Note that if you want "
+                      "load from SymbolBlock later, please use export instead.", DeprecationWarning,
+                      stacklevel=2)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename: str, ctx=None, allow_missing: bool = False,
+                    ignore_extra: bool = False) -> None:
+        """[Deprecated, MXNet 1.x] ``load_parameters``, which reads both file formats."""
+        warnings.warn("load_params is deprecated. Please use load_parameters.", DeprecationWarning,
+                      stacklevel=2)
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def register_child(self, block: "Block", name: Optional[str] = None) -> None:
         """Register ``block`` as a child (under ``name``, default its index)."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -10,7 +10,7 @@ from ..base import MXNetError, normalize_dtype
 from ..context import cpu
 from ..ndarray import NDArray
 from ..ndarray.ndarray import _from_numpy
-from .base import DataDesc, DataIter
+from .base import DataBatch, DataDesc, DataIter
 
 __all__ = ["CSVIter"]
 
@@ -170,11 +170,19 @@ class CSVIter(DataIter):
             self._pad = bs - top
         return True
 
-    def getdata(self) -> List[NDArray]:
-        return [_from_numpy(self._data_buf, cpu())]
+    # NOTE: as MXNet's C++ iterators (MXDataIter), getdata/getlabel return one array, not a list;
+    # the DataBatch that next() makes holds lists, as every iterator's does.
+    def getdata(self) -> NDArray:
+        return _from_numpy(self._data_buf, cpu())
 
-    def getlabel(self) -> List[NDArray]:
-        return [_from_numpy(self._label_buf.reshape(self.provide_label[0].shape), cpu())]
+    def getlabel(self) -> NDArray:
+        return _from_numpy(self._label_buf.reshape(self.provide_label[0].shape), cpu())
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
+                         index=self.getindex())
 
     def getpad(self) -> int:
         return self._pad

@@ -11,7 +11,7 @@ from ..context import cpu
 from ..ndarray import NDArray
 from ..ndarray import sparse as _sparse
 from ..ndarray.ndarray import _from_numpy
-from .base import DataDesc, DataIter
+from .base import DataBatch, DataDesc, DataIter
 from .libsvm_reader import DEFAULT_CHUNK, CSRChunk, iter_part, part_bytes
 
 __all__ = ["LibSVMIter"]
@@ -204,14 +204,22 @@ class LibSVMIter(DataIter):
             raise StopIteration
         return self._batch
 
-    def getdata(self) -> List[NDArray]:
-        return [_csr(self._batch[0], (self.batch_size, self.data_shape[0]))]
+    # NOTE: as MXNet's C++ iterators (MXDataIter), getdata/getlabel return one array, not a list;
+    # the DataBatch that next() makes holds lists, as every iterator's does.
+    def getdata(self) -> NDArray:
+        return _csr(self._batch[0], (self.batch_size, self.data_shape[0]))
 
-    def getlabel(self) -> List[NDArray]:
+    def getlabel(self) -> NDArray:
         data, label, _ = self._batch
         if label is None:
-            return [_from_numpy(data.labels, cpu())]
-        return [_csr(label, (self.batch_size, self.label_shape[0]))]
+            return _from_numpy(data.labels, cpu())
+        return _csr(label, (self.batch_size, self.label_shape[0]))
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(data=[self.getdata()], label=[self.getlabel()], pad=self.getpad(),
+                         index=self.getindex())
 
     def getpad(self) -> int:
         return self._batch[2]

@@ -299,7 +299,8 @@ class KVStore:
     def row_sparse_pull(self, key, out=None, priority: int = 0, row_ids=None) -> None:
         """Pull only the rows ``row_ids`` of a row_sparse key into row_sparse ``out``.
 
-        ``row_ids`` is a 1-D NDArray (or one per output); ids may repeat and be unsorted. Each
+        ``row_ids`` is an NDArray of ids, of any shape (one for all, one per key, or one per
+        output); ids may repeat and be unsorted. Each
         output then holds every requested row once, in sorted order, rows never pushed as
         zeros (as MXNet). Only those rows travel: on a ``dist`` store the ids go to the servers
         that hold them and just their rows come back.
@@ -308,9 +309,15 @@ class KVStore:
             raise MXNetError("kvstore.row_sparse_pull: out= and row_ids= are required")
         groups = self._group(key, out, "row_sparse_pull")
         flat_ids = list(row_ids) if isinstance(row_ids, (list, tuple)) else [row_ids]
+        if len(flat_ids) == len(groups) and any(isinstance(i, (list, tuple)) for i in flat_ids):
+            # one entry per key: a list (one per output) or one array for all the key's outputs
+            flat_ids = [ids for item, (_, arrays) in zip(flat_ids, groups)
+                        for ids in (list(item) if isinstance(item, (list, tuple)) else [item] * len(arrays))]
         outs = [a for _, arrays in groups for a in arrays]
         if len(flat_ids) == 1:
             flat_ids = flat_ids * len(outs)
+        elif len(flat_ids) == len(groups) != len(outs):     # one row_ids per key, for all its outputs
+            flat_ids = [ids for ids, (_, arrays) in zip(flat_ids, groups) for _ in arrays]
         if len(flat_ids) != len(outs):
             raise MXNetError(f"kvstore.row_sparse_pull: {len(flat_ids)} row_ids for {len(outs)} outputs")
         for k, arrays in groups:
@@ -324,9 +331,10 @@ class KVStore:
                     raise MXNetError(f"kvstore.row_sparse_pull: key {k!r}: out must be row_sparse, "
                                      f"got an array of storage type {getattr(a, 'stype', 'default')!r}")
         for ids in flat_ids:
-            if not isinstance(ids, NDArray) or ids.ndim != 1:
-                raise MXNetError("kvstore.row_sparse_pull: row_ids must be 1-D NDArrays, got "
+            if not isinstance(ids, NDArray) or ids.ndim == 0:
+                raise MXNetError("kvstore.row_sparse_pull: row_ids must be NDArrays of row ids, got "
                                  f"{getattr(ids, 'shape', type(ids).__name__)}")
+        flat_ids = [ids if ids.ndim == 1 else ids.reshape((-1,)) for ids in flat_ids]   # as MXNet
         pairs = iter(flat_ids)
         for k, arrays in groups:
             for a in arrays:

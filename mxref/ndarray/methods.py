@@ -39,9 +39,28 @@ def _method(op_name: str) -> Callable:
     return method
 
 
+def _reshaping_method(op_name: str) -> Callable:
+    """``a.expand_dims(axis, inplace=False)``: with ``inplace=True`` the result is a reshaped view
+    of ``a`` (shares its memory), as in MXNet; otherwise the operator's output (a new array)."""
+    by_op = _method(op_name)
+
+    def method(self, *args, inplace: bool = False, **kwargs):
+        if not inplace:
+            return by_op(self, *args, **kwargs)
+        op = registry.get(op_name)
+        kwargs.update(zip(op.params, args))
+        _, (shape,) = op.infer_shape(op.parse_params(kwargs), [self.shape])
+        return self.reshape(shape)
+
+    method.__name__ = method.__qualname__ = op_name
+    method.__doc__ = by_op.__doc__ + " ``inplace=True`` returns a view of ``self`` instead."
+    return method
+
+
 for _name in METHOD_OPS:
     if not hasattr(NDArray, _name):
-        setattr(NDArray, _name, _method(_name))
+        setattr(NDArray, _name, _reshaping_method(_name) if _name in ("expand_dims", "flatten", "squeeze")
+                else _method(_name))
 
 NDArray.zeros_like = zeros_like
 NDArray.ones_like = ones_like

@@ -489,3 +489,11 @@ def _parse_context(text: str) -> Context:
 from . import imperative as _imperative  # noqa: E402 - needs NDArray defined
 from . import indexing as _indexing  # noqa: E402 - needs NDArray defined
 from . import methods as _methods  # noqa: E402, F401 - binds a.sum(), a.exp(), ... (operator methods)
+
+# MXNet's storage-type ids (``NDArrayStorageType``), under the names MXNet's scripts import.
+_STORAGE_TYPE_UNDEFINED, _STORAGE_TYPE_DEFAULT, _STORAGE_TYPE_ROW_SPARSE, _STORAGE_TYPE_CSR = -1, 0, 1, 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": -1, "default": 0, "row_sparse": 1, "csr": 2}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+# MXNet's ndarray module defines an operator called ``slice``, so it keeps the builtin as
+# ``py_slice``; its tests import that name.
+py_slice = slice

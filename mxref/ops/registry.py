@@ -133,6 +133,8 @@ def _to_shape(v):
         return None
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
+    if isinstance(v, np.ndarray) and v.ndim == 1:      # e.g. shape=np.array([2, 3])
+        v = v.tolist()
     if isinstance(v, (tuple, list)):
         return tuple(_to_int(x) for x in v)
     raise ValueError(f"expected a shape (tuple of ints), got {v!r}")

@@ -126,9 +126,14 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
             merge_into(eid, parsed, lambda node=node, hint=hint:
                        f"variable '{node.name}' ({rule.hint_key}={hint})")
 
+    # A node is finished once its rule has seen all its inputs and outputs known; the sweeps go on
+    # (one more, as MXNet's InferAttr does) until every node is, so that a node whose entries were
+    # all filled in by its neighbours still checks them (transpose(v) + v with v of shape (2, 3)).
+    finished = set()
+
     def infer_node(nid: int) -> None:
         node = idx.nodes[nid]
-        if node.is_variable:
+        if node.is_variable or nid in finished:
             return
         in_eids = [idx.entry_id(e) for e in node.inputs]
         out_eids = [idx.entry_id(nid, i) for i in range(node.num_outputs())]
@@ -141,6 +146,7 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
                                lambda i=i: f"output {i} of {node.name} ({node.op.name})")
                     merge_into(src_eid, values[eid],
                                lambda src=src: f"entry {src.node.name}[{src.index}]")
+            finished.add(nid)
             return
         ins = [values[e] for e in in_eids]
         try:
@@ -164,17 +170,23 @@ def infer_graph_attr(graph: Graph, rule: AttrRule,
             merge_into(eid, v, lambda k=k: f"operator {node.name} ({node.op.name}): input '{names[k]}'")
         for k, (eid, v) in enumerate(zip(out_eids, new_out)):
             merge_into(eid, v, lambda k=k: f"operator {node.name} ({node.op.name}): output '{outs[k]}'")
+        if all(rule.is_known(v) for v in ins) and all(rule.is_known(values[e]) for e in out_eids):
+            finished.add(nid)
 
     def count_unknown() -> int:
         return sum(not rule.is_known(v) for v in values)
 
-    unknown, sweep = len(values) + 1, 0
+    unknown, sweep, last_sweep = len(values) + 1, 0, False
     while True:
         order = range(idx.num_nodes) if sweep % 2 == 0 else reversed(range(idx.num_nodes))
         for nid in order:
             infer_node(nid)
         last, unknown, sweep = unknown, count_unknown(), sweep + 1
-        if unknown == 0 or unknown >= last:
+        more = 0 < unknown < last
+        if not more and not last_sweep:
+            last_sweep = True
+            more = any(not n.is_variable and nid not in finished for nid, n in enumerate(idx.nodes))
+        if not more:
             break
     graph.attrs[rule.name] = values
     graph.attrs[rule.name + "_num_unknown_nodes"] = unknown

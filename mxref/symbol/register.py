@@ -33,6 +33,8 @@ def _attr_str(value) -> str:
     """An attribute value as MXNet's Python front end writes it (``str``, dtypes by name)."""
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
         return np.dtype(value).name
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = tuple(value.tolist())
     if isinstance(value, np.generic):
         return str(value.item())
     if isinstance(value, tuple):      # NOTE: str() of a tuple shows numpy ints as 'np.int64(5)'
@@ -50,6 +52,21 @@ def _single_output(sym, what: str) -> NodeEntry:
     return sym._outputs[0]
 
 
+def _param_key(op: registry.OpDef, key: str, value) -> str:
+    """Where keyword ``key`` of an operator call is stored: ``lr_mult=0`` (any hidden key) becomes
+    attribute ``__lr_mult__``, and ``__mood__``-style keys stay attributes, as MXNet's
+    ``MXSymbolCreateAtomicSymbol`` does; ``weight_lr_mult=0`` is MXNet's deprecated form of a
+    variable attribute and is refused with MXNet's advice."""
+    for hidden in attribute.HIDDEN_KEYS:
+        if key.startswith(hidden):
+            return f"__{key}__"
+        if key.endswith("_" + hidden):
+            raise MXNetError(f"operator {op.name}: setting variable attributes with {key} is "
+                             f"deprecated. please instead use\nw = Variable({hidden}={value})\n"
+                             f"sym = YourSymbolName({key[:-len(hidden) - 1]}=w)")
+    return key
+
+
 def create(op: registry.OpDef, hint: str, args: Sequence = (), inputs: Dict[str, "Symbol"] = None,
            params: Dict = None, name: Optional[str] = None, attr: Dict[str, str] = None) -> Symbol:
     """Apply operator ``op`` to symbols: the common path of every ``mx.sym.<op>`` and operator.
@@ -60,7 +77,7 @@ def create(op: registry.OpDef, hint: str, args: Sequence = (), inputs: Dict[str,
     """
     inputs = dict(inputs or {})
     name = _name.current().get(name, hint)
-    attrs = {k: _attr_str(v) for k, v in (params or {}).items() if v is not _Null}
+    attrs = {_param_key(op, k, v): _attr_str(v) for k, v in (params or {}).items() if v is not _Null}
     if op.key_var_num_args and (args or inputs) and op.key_var_num_args in op.params:
         attrs[op.key_var_num_args] = str(len(args) or len(inputs))
     for key, value in attribute.current().get(attr).items():
@@ -214,6 +231,32 @@ def _input_names(op: registry.OpDef) -> Optional[List[str]]:
         return None
 
 
+def _positional_params(op: registry.OpDef, func_name: str, inputs: Optional[List[str]], args: tuple,
+                       kwargs: dict) -> tuple:
+    """The leading Symbol inputs of ``args``; the values after them fill the parameters in order,
+    after the input slots, as in MXNet's generated signature (``sym.reshape(x, (2, 3))``)."""
+    if inputs is None:                         # variadic inputs: MXNet's signature is (*data, ...)
+        return args
+    n_lead = 0
+    while n_lead < len(args) and (args[n_lead] is None or isinstance(args[n_lead], Symbol)):
+        n_lead += 1
+    slots = max(n_lead, len(inputs))
+    param_names = [k for k in op.params if k not in inputs]
+    if len(args) > slots + len(param_names):
+        raise MXNetError(f"{func_name}() takes at most {slots + len(param_names)} positional "
+                         f"arguments ({', '.join(inputs + param_names)}), got {len(args)}")
+    for i in range(n_lead, len(args)):
+        if i < slots:            # a non-Symbol in an input's place: left for the caller's error
+            return args
+        if param_names[i - slots] in kwargs:
+            raise TypeError(f"{func_name}() got multiple values for argument '{param_names[i - slots]}'")
+        kwargs[param_names[i - slots]] = args[i]
+    lead = args[:n_lead]
+    while lead and lead[-1] is None:            # inputs left out at the end become variables
+        lead = lead[:-1]
+    return lead
+
+
 def _signature(op: registry.OpDef, inputs: Optional[List[str]]) -> inspect.Signature:
     P = inspect.Parameter
     if inputs is None:
@@ -278,26 +321,6 @@ def wrapper(op_name: str) -> Callable:
     creator.__signature__ = _signature(op, inputs)
     _WRAPPERS[op_name] = creator
     return creator
-
-
-def _positional_params(op: registry.OpDef, func_name: str, inputs: Optional[List[str]], args: tuple,
-                       kwargs: dict) -> tuple:
-    """The leading Symbols of ``args``; the values after them fill the parameters in order, after
-    the input slots, as in MXNet's generated signature (``depth_to_space(x, 2)``). ``None`` in an
-    input slot leaves that input out."""
-    n_lead = 0
-    while n_lead < len(args) and isinstance(args[n_lead], Symbol):
-        n_lead += 1
-    slots = max(n_lead, len(inputs or ()))
-    names = [k for k in op.params if k != op.key_var_num_args and k not in (inputs or ())]
-    for i in range(n_lead, len(args)):
-        a = args[i]
-        if isinstance(a, Symbol) or (i < slots and a is not None) or i - slots >= len(names):
-            raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input) or, "
-                             f"after the inputs, one of the parameters {names}; got {type(a).__name__}")
-        if i >= slots:
-            kwargs.setdefault(names[i - slots], a)
-    return args[:n_lead]
 
 
 def _random_front() -> Dict[str, Callable]:

@@ -15,7 +15,7 @@ from .. import (
     attribute,
     passes,  # noqa: F401 - registers the passes infer_shape/infer_type run
 )
-from ..base import DTYPE_NP_TO_MX, MXNetError, normalize_dtype
+from ..base import DTYPE_NP_TO_MX, MXNetError, NotImplementedForSymbol, normalize_dtype
 from ..graph import Graph, Node, NodeEntry, apply_pass, copy_graph, topo_sort
 from . import json_format
 
@@ -105,7 +105,8 @@ class Symbol:
         self._outputs = json_format.from_json(state["handle"])
 
     def __bool__(self):
-        raise MXNetError("a Symbol has no truth value: bool() works on NDArray, not Symbol")
+        # An MXNetError subclass, so callers catching MXNetError still do.
+        raise NotImplementedForSymbol(self.__bool__, "bool")
 
     # -- attributes ----------------------------------------------------------------------------
     def _single_node(self, what: str) -> Node:
@@ -195,8 +196,12 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self) -> Optional["Symbol"]:
-        """The inputs of this symbol's output nodes as one group, or ``None`` for a variable."""
-        entries = [e for out in self._outputs for e in out.node.inputs]
+        """The inputs of this symbol's output nodes as one group, or ``None`` for a variable.
+
+        Each node counts once: the outputs of ``SliceChannel(data, num_outputs=3)`` have one
+        child, ``data`` (as nnvm's ``Symbol::GetChildren``)."""
+        nodes = list({id(out.node): out.node for out in self._outputs}.values())
+        entries = [e for node in nodes for e in node.inputs]
         return Symbol(entries) if entries else None
 
     # -- composition ---------------------------------------------------------------------------

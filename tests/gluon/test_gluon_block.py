@@ -287,3 +287,23 @@ def test_executor_cache_is_bounded():
     for n in range(1, hybrid_block._MAX_SIGNATURES + 6):
         assert net(mx.nd.ones((n, 3))).shape == (n, 2)
     assert len(net._cached_execs) <= hybrid_block._MAX_SIGNATURES
+
+
+def test_legacy_save_params_round_trip_through_a_symbol_block(tmp_path):
+    """save_params (deprecated) writes full names minus the prefix; load_params and a SymbolBlock
+    built from the exported graph read them back (MXNet 1.9.1's test_legacy_save_params)."""
+    net = mx.gluon.nn.HybridSequential(prefix="")
+    with net.name_scope():
+        net.add(mx.gluon.nn.Conv2D(4, (3, 3)))
+        net.add(mx.gluon.nn.Dense(5))
+    net.initialize()
+    x = mx.nd.ones((1, 1, 8, 8))
+    want = net(x).asnumpy()
+    path = str(tmp_path / "legacy.params")
+    with pytest.warns(DeprecationWarning, match="save_params is deprecated"):
+        net.save_params(path)
+    assert all("." not in k for k in mx.nd.load(path))
+    model = mx.gluon.nn.SymbolBlock(outputs=net(mx.sym.var("data")), inputs=mx.sym.var("data"))
+    with pytest.warns(DeprecationWarning):
+        model.load_params(path, ctx=mx.cpu())
+    np.testing.assert_allclose(model(x).asnumpy(), want, rtol=1e-6)

@@ -98,3 +98,12 @@ def test_bad_input_raises(csv):
         it.next()
     with pytest.raises(MXNetError, match="does not exist"):
         mx.io.CSVIter(data_csv=str(csv / "none.csv"), data_shape=(3,), batch_size=2)
+
+
+def test_getdata_and_getlabel_return_one_array_as_mxnets_native_iterators(csv):
+    """MXNet's C++ iterators hand back an NDArray from getdata/getlabel (not a list)."""
+    it = mx.io.CSVIter(data_csv=str(csv / "d.csv"), data_shape=(3,), label_csv=str(csv / "l.csv"),
+                       batch_size=2)
+    assert it.iter_next()
+    assert it.getdata().asnumpy().tolist() == [[1, 2, 3], [2, 3, 4]]
+    assert it.getlabel().asnumpy().tolist() == [1, 2]

@@ -191,3 +191,12 @@ def test_shards_match_mxnet(tmp_path, num_parts):
         labels = [int(x) for c in iter_part(str(path), 50, num_parts, p) for x in c.labels]
         got.append((labels[0], labels[-1]))
     assert got == MXNET_PARTS[num_parts]
+
+
+def test_getdata_returns_one_csr_array_as_mxnets_native_iterator(svm):
+    """MXNet's C++ LibSVMIter hands back a CSRNDArray from getdata (not a list)."""
+    it = mx.io.LibSVMIter(data_libsvm=svm, data_shape=(10,), batch_size=2)
+    assert it.iter_next()
+    data = it.getdata()
+    assert data.stype == "csr" and data.shape == (2, 10)
+    assert it.getlabel().shape == (2,)

@@ -115,3 +115,26 @@ def test_pull_of_a_dense_key_into_row_sparse_out(kv_type):
     store.pull(0, out=out, ignore_sparse=False)
     assert out.stype == "row_sparse" and out.indices.asnumpy().tolist() == [1, 4]
     np.testing.assert_array_equal(out.asnumpy(), value)
+
+
+def test_row_ids_of_any_shape_and_one_per_key():
+    """As MXNet: 2-D row_ids are flattened; with several keys, one row_ids per key serves all of
+    that key's outputs."""
+    store = mx.kv.create("local")
+    store.init(["a", "b"], [mx.nd.ones((4, 2)).tostype("row_sparse")] * 2)
+    out = [[mx.nd.zeros((4, 2)).tostype("row_sparse") for _ in range(2)] for _ in range(2)]
+    ids = [mx.nd.array([[3, 0], [3, 3]]), mx.nd.array([1])]
+    store.row_sparse_pull(["a", "b"], out=out, row_ids=ids)
+    np.testing.assert_array_equal(out[0][1].asnumpy(), [[1, 1], [0, 0], [0, 0], [1, 1]])
+    np.testing.assert_array_equal(out[1][0].asnumpy(), [[0, 0], [1, 1], [0, 0], [0, 0]])
+
+
+def test_row_ids_nested_one_list_per_key():
+    """row_ids=[[ids per output of key a], ids for every output of key b] (MXNet's aggregator test)."""
+    store = mx.kv.create("local")
+    store.init(["a", "b"], [mx.nd.ones((4, 2)).tostype("row_sparse")] * 2)
+    out = [[mx.nd.zeros((4, 2)).tostype("row_sparse") for _ in range(2)] for _ in range(2)]
+    store.row_sparse_pull(["a", "b"], out=out,
+                          row_ids=[[mx.nd.array([0]), mx.nd.array([2])], mx.nd.array([3])])
+    assert [o.asnumpy()[:, 0].tolist() for o in out[0] + out[1]] == \
+        [[1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 1]]

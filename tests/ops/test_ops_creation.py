@@ -73,3 +73,9 @@ def test_random_errors_are_raised_by_the_kernel():
     with pytest.raises(MXNetError, match="randint.*low"):
         run_op("_random_randint", low=3, high=3, shape=(2,))
     assert registry.get("_random_uniform").resources == ("random",)
+
+
+def test_shape_parameters_accept_a_1d_numpy_array():
+    """shape=np.array([6, 5, 6]) parses as a shape (MXNet 1.9.1's test_broadcast passes one)."""
+    p = registry.get("_zeros").parse_params({"shape": np.array([6, 5, 6])})
+    assert p["shape"] == (6, 5, 6)

@@ -134,3 +134,13 @@ def test_merge_shape():
     for a, b in (((2,), (2, 1)), ((2, 3), (2, 4))):
         with pytest.raises(ValueError):
             merge_shape(a, b)
+
+
+def test_a_node_filled_in_by_its_neighbours_still_checks_its_shapes():
+    """transpose(v) + (x + v) with v of shape (2, 3): the sum fills in transpose's output as (2, 3)
+    before transpose has seen v; one more sweep (as MXNet's InferAttr does) lets it object."""
+    v, x = sym.Variable("V"), sym.Variable("x")
+    net = sym.transpose(v) + (x + v)
+    with pytest.raises(MXNetError, match=r"transpose.*\(2, 3\) but \(3, 2\) is inferred"):
+        net.infer_shape(x=(2, 3))
+    assert (sym.transpose(v) + v).infer_shape_partial(V=(3, 3))[1] == [(3, 3)]

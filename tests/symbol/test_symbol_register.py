@@ -3,6 +3,7 @@ and operators on symbols named and recorded as MXNet 1.9.1 does (``a + 1`` -> ``
 import inspect
 import json
 
+import numpy as np
 import pytest
 
 import mxref.name
@@ -143,3 +144,39 @@ def test_positional_inputs_follow_the_parameters_input_list():
     assert rnn.list_arguments() == ["x", "w", "b", "c"]
     with pytest.raises(MXNetError, match="takes 2"):
         sym.LeakyReLU(x, w, b, act_type="prelu")
+
+
+def test_hidden_keys_given_as_operator_keywords_become_attributes():
+    """lr_mult=..., wd_mult=... and __x__=... on an operator call are attributes, not parameters
+    (MXNet's MXSymbolCreateAtomicSymbol); weight_lr_mult=... is refused with MXNet's advice."""
+    data = sym.Variable("data")
+    conv = sym.Convolution(data=data, name="conv", kernel=(1, 1), num_filter=1,
+                              attr={"__mood__": "so so"}, lr_mult=1)
+    attrs = conv.attr_dict()["conv"]
+    assert attrs["__lr_mult__"] == "1" and attrs["lr_mult"] == "1" and attrs["__mood__"] == "so so"
+    assert conv.attr("lr_mult") == "1"
+    fc = sym.FullyConnected(data=data, num_hidden=3, wd_mult=0.5, __layout__="NC")
+    assert fc.list_attr() == {"num_hidden": "3", "__wd_mult__": "0.5", "wd_mult": "0.5",
+                              "__layout__": "NC"}
+    assert fc.infer_shape(data=(2, 4))[1] == [(2, 3)]          # the op's own parameters are intact
+    with pytest.raises(MXNetError, match=r"(?s)weight_lr_mult is deprecated.*Variable\(lr_mult=0.5\)"):
+        sym.FullyConnected(data=data, num_hidden=3, weight_lr_mult=0.5)
+
+
+def test_parameters_may_follow_the_inputs_positionally():
+    """As MXNet's generated signatures: sym.reshape(x, (2, 3)); None skips an input slot."""
+    x = sym.Variable("x")
+    assert sym.reshape(x, (2, 3)).infer_shape(x=(6,))[1] == [(2, 3)]
+    assert sym.FullyConnected(x, None, None, 5).infer_shape(x=(2, 4))[1] == [(2, 5)]
+    with pytest.raises(MXNetError, match="takes at most"):
+        sym.reshape(x, 1, 2, 3, 4, 5, 6, 7, 8)
+    with pytest.raises(TypeError, match="multiple values for argument 'shape'"):
+        sym.reshape(x, (2, 3), shape=(6,))
+
+
+def test_numpy_values_are_written_as_mxnet_writes_python_ones():
+    """numpy scalars inside tuples, and 1-d numpy arrays, become "(0,)"-style attribute text."""
+    x = sym.Variable("x")
+    assert sym.transpose(x, axes=(np.int64(0),)).list_attr() == {"axes": "(0,)"}
+    assert sym.broadcast_to(x, shape=np.array([6, 5, 6])).list_attr() == {"shape": "(6, 5, 6)"}
+    assert sym.FullyConnected(x, num_hidden=np.int64(3)).list_attr() == {"num_hidden": "3"}

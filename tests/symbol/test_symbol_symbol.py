@@ -9,7 +9,7 @@ import pytest
 import mxref.name
 import mxref.symbol as sym
 from mxref.attribute import AttrScope
-from mxref.base import MXNetError
+from mxref.base import MXNetError, NotImplementedForSymbol
 from mxref.ops.registry import OpDef, Param, exists, register
 
 
@@ -127,6 +127,8 @@ def test_group_internals_and_children():
     assert repr(g) == "<Symbol group [fc, data]>" and repr(fc) == "<Symbol fc>"
     assert fc.get_children().list_outputs() == ["data", "fc_weight", "fc_bias"]
     assert data.get_children() is None
+    sliced = sym.SliceChannel(data, num_outputs=3, name="slice")
+    assert sliced.get_children().list_outputs() == ["data"]       # one node, counted once
     assert [s.name for s in fc.get_internals()] == ["data", "fc_weight", "fc_bias", "fc"]
     with pytest.raises(TypeError):
         sym.Group([fc, 1])
@@ -204,9 +206,9 @@ def test_copy_and_pickle_are_deep():
 
 
 def test_symbols_have_no_truth_value_and_no_hash():
-    """`==` builds a node, so symbols are unhashable and bool() is an error."""
+    """`==` builds a node, so symbols are unhashable and bool() is MXNet's NotImplementedForSymbol."""
     a = sym.Variable("a")
-    with pytest.raises(MXNetError, match="truth value"):
+    with pytest.raises(NotImplementedForSymbol, match="not implemented for Symbol"):
         bool(a)
     with pytest.raises(TypeError):
         hash(a)

@@ -1,8 +1,10 @@
-"""MakeLoss (turn any output into a loss) and BlockGrad / stop_gradient (identity that stops gradients).
+"""MakeLoss and make_loss (turn any output into a loss) and BlockGrad / stop_gradient (identity that
+stops gradients).
 
 Math::
 
     MakeLoss   out = x      dx = grad_scale / n   (the head gradient is ignored: it is a loss layer)
+    make_loss  out = x      dx = 1                (MXNet's unary form: output ``loss``, no parameters)
     BlockGrad  out = x      dx = 0
 
 ``n`` is 1 (``normalization='null'``), the batch size (``'batch'``) or the number of elements of
@@ -59,6 +61,7 @@ def _make_loss_gradient(node, ograds):
 
 
 register(OpDef("make_loss", identity, outputs=["loss"], gradient=_make_loss_gradient, inplace=[(0, 0)],
-               inplace_identity=[True], loss_layer=True,
+               inplace_identity=[True], infer_shape=elemwise_shape, infer_type=elemwise_type,
+               loss_layer=True,
                doc="make_loss(data): identity forward whose gradient is ones (a custom loss's terminal).\n\n"
                    "Math: out = x, dx = 1 (the head gradient is ignored)."))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from nn_check import forward, grads
 
+import mxref as mx
 from mxref.ops import registry
 
 REG = ["LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput"]
@@ -55,3 +56,21 @@ def test_block_grad(rng, dtype):
     np.testing.assert_array_equal(forward("BlockGrad", [x])[0], x)
     assert grads("stop_gradient", [x], [np.ones(5, dtype)]) == [None]
     assert registry.get("stop_gradient") is registry.get("BlockGrad")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_make_loss_unary_form(dtype):
+    """make_loss: identity, gradient ones (the head gradient is ignored), output named 'loss'."""
+    x = np.array([[0.5, -1, 2], [0.1, 0.0, 3]], dtype)
+    (out,) = forward("make_loss", [x])
+    np.testing.assert_array_equal(out, x)
+    (dx,) = grads("make_loss", [x], [np.full(x.shape, 7, dtype)])
+    np.testing.assert_array_equal(dx, np.ones_like(x))
+    # symbolic: a loss head, so backward() needs no head gradient; d(sum x^2)/dx through it = 2x
+    loss = mx.sym.make_loss(mx.sym.square(mx.sym.var("x")))
+    assert loss.list_outputs()[0].endswith("_loss")
+    ex = loss.simple_bind(mx.cpu(), x=(2, 3), type_dict={"x": dtype})
+    ex.forward(is_train=True, x=mx.nd.array(x, dtype=dtype))
+    ex.backward()
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), 2 * x, rtol=1e-6)
+    assert loss.infer_shape(x=(2, 3))[1] == [(2, 3)]

@@ -1,0 +1,100 @@
+"""mxref.util: NumPy-semantics switches stay off (turning one on is a clear error), env access."""
+import threading
+
+import pytest
+
+import mxref as mx
+from mxref import util
+from mxref.base import MXNetError
+
+
+def test_numpy_semantics_are_off_and_queries_say_so():
+    assert util.is_np_shape() is False and util.is_np_array() is False
+    assert mx.is_np_shape() is False and mx.is_np_array() is False
+    assert util.set_np_shape(False) is False
+    assert util.set_np_shape(0) is False
+    util.reset_np()
+    util.set_np(shape=False, array=False)
+
+
+@pytest.mark.parametrize("turn_on", [
+    lambda: util.set_np_shape(True),
+    lambda: util.set_np(),
+    lambda: util.set_np(shape=True, array=False),
+    lambda: util.np_shape(True).__enter__(),
+    lambda: util.np_array(True).__enter__(),
+])
+def test_turning_numpy_semantics_on_raises_naming_the_missing_front_end(turn_on):
+    with pytest.raises(MXNetError, match="no mx.np front end"):
+        turn_on()
+
+
+def test_set_np_array_without_shape_is_a_value_error_as_in_mxnet():
+    with pytest.raises(ValueError, match="Shape semantics is required"):
+        util.set_np(shape=False, array=True)
+
+
+def test_scopes_that_keep_numpy_semantics_off_work_and_nest():
+    with util.np_shape(False), util.np_array(False):
+        assert not util.is_np_shape() and not util.is_np_array()
+        with mx.np_array(False):
+            assert not mx.is_np_array()
+    assert not util.is_np_array()
+
+
+def test_decorators_wrap_and_raise_only_when_the_code_runs():
+    @util.use_np
+    def f(x):
+        """doc"""
+        return x
+
+    assert f.__name__ == "f" and f.__doc__ == "doc"
+    with pytest.raises(MXNetError, match="no mx.np front end"):
+        f(1)
+
+    @util.use_np_shape
+    class C:
+        def g(self):
+            return 1
+
+        @property
+        def p(self):
+            return 2
+
+    with pytest.raises(MXNetError):
+        C().g()
+    with pytest.raises(MXNetError):
+        _ = C().p
+    with pytest.raises(TypeError, match="can only decorate"):
+        util.use_np_array(3)
+
+
+def test_array_scope_is_per_thread():
+    seen = []
+
+    def other():
+        seen.append(util.is_np_array())
+
+    with util.np_array(False):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert seen == [False]
+
+
+def test_getenv_setenv_round_trip(monkeypatch):
+    monkeypatch.delenv("MXREF_TEST_UTIL_VAR", raising=False)
+    assert util.getenv("MXREF_TEST_UTIL_VAR") is None
+    util.setenv("MXREF_TEST_UTIL_VAR", "7")
+    assert util.getenv("MXREF_TEST_UTIL_VAR") == "7"
+    util.setenv("MXREF_TEST_UTIL_VAR", None)
+    assert util.getenv("MXREF_TEST_UTIL_VAR") is None
+
+
+def test_set_module_and_gpu_count():
+    @util.set_module("mxnet.foo")
+    def h():
+        pass
+
+    assert h.__module__ == "mxnet.foo"
+    assert util.get_gpu_count() == mx.context.num_gpus()
