@@ -91,6 +91,8 @@ def create(op: registry.OpDef, hint: str, args: Sequence = (), inputs: Dict[str,
                          f"{len(arg_names)} ({arg_names})")
     given: Dict[str, NodeEntry] = {}
     for arg_name, sym in zip(arg_names, args):
+        if sym is None:          # an input left out in the middle: a variable is made below
+            continue
         given[arg_name] = _single_output(sym, f"operator {op.name}: input '{arg_name}'")
     for key, sym in inputs.items():
         if not arg_names:
@@ -297,8 +299,11 @@ def wrapper(op_name: str) -> Callable:
     inputs = _input_names(op)
 
     def creator(*args, name: Optional[str] = None, attr: Dict[str, str] = None, **kwargs):
-        if not all(isinstance(a, Symbol) for a in args):
-            args = _positional_params(op, func_name, inputs, args, kwargs)
+        args = _positional_params(op, func_name, inputs, args, kwargs)
+        for i, a in enumerate(args):
+            if a is not None and not isinstance(a, Symbol):
+                raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input), "
+                                 f"got {type(a).__name__}; give parameters by keyword")
         sym_inputs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
         if op.key_var_num_args and args and sym_inputs:
             raise TypeError(f"{func_name}: variable-length inputs go either all positional or all "
