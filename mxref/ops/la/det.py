@@ -130,6 +130,11 @@ def _det_shape(n_values):
     return infer_shape
 
 
+def _names(n):
+    """MXNet's default output names (its det and slogdet name none): output0, output1, ..."""
+    return tuple(f"output{i}" for i in range(n))
+
+
 def _det_grad(bname, n_values):
     """MXNet's ``ReduceDetGrad``: the head gradient of det (or of logabsdet) and every output."""
     def gradient(node, ograds):
@@ -138,12 +143,12 @@ def _det_grad(bname, n_values):
     return gradient
 
 
-register_la("det", _det, arguments=("A",), outputs=("output", "LU", "pivot"), num_visible_outputs=1,
+register_la("det", _det, arguments=("A",), outputs=_names(3), num_visible_outputs=1,
             infer_shape=_det_shape(1), infer_type=float_type(3, int_outputs=(2,)), doc=__doc__,
             gradient=_det_grad("_backward_linalg_det", 1))
 register(OpDef("_backward_linalg_det", _det_backward, arguments=("ograd", "det", "LU", "pivot"),
                infer_shape=pick(2), infer_type=pick(2)))
-register_la("slogdet", _slogdet, arguments=("A",), outputs=("sign", "logabsdet", "LU", "pivot"),
+register_la("slogdet", _slogdet, arguments=("A",), outputs=_names(4),
             num_visible_outputs=2, infer_shape=_det_shape(2), doc=__doc__,
             infer_type=float_type(4, int_outputs=(3,)), gradient=_det_grad("_backward_linalg_slogdet", 2))
 register(OpDef("_backward_linalg_slogdet", _det_backward,

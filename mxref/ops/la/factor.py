@@ -35,6 +35,8 @@ from ._common import (
     tri_inv,
 )
 
+TWO = ("output0", "output1")     # MXNet names neither output
+
 
 def _gelqf_shape(p, in_shapes):
     a = in_shapes[0]
@@ -59,7 +61,7 @@ def _gelqf_backward(octx, p, inputs, outputs, req):
     assign(outputs[0], req[0], matmul(T(tri_inv(fac, True)), dq + matmul(m, q)))
 
 
-register_la("gelqf", _gelqf, arguments=("A",), outputs=("Q", "L"), infer_shape=_gelqf_shape,
+register_la("gelqf", _gelqf, arguments=("A",), outputs=TWO, infer_shape=_gelqf_shape,
             infer_type=float_type(2), inplace=[(0, 0)], doc=__doc__,
             gradient=grad_use("_backward_linalg_gelqf", use_out=True))
 register(OpDef("_backward_linalg_gelqf", _gelqf_backward, arguments=("dQ", "dL", "Q", "L"),
@@ -97,7 +99,7 @@ def _syevd_backward(octx, p, inputs, outputs, req):
     assign(outputs[0], req[0], matmul(matmul(T(u), y), u))
 
 
-register_la("syevd", _syevd, alias=False, arguments=("A",), outputs=("U", "L"), infer_shape=_syevd_shape,
+register_la("syevd", _syevd, alias=False, arguments=("A",), outputs=TWO, infer_shape=_syevd_shape,
             infer_type=float_type(2), inplace=[(0, 0)], doc=__doc__,
             gradient=grad_use("_backward_linalg_syevd", use_out=True))
 register(OpDef("_backward_linalg_syevd", _syevd_backward, arguments=("dU", "dL", "U", "L"),
