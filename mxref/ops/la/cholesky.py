@@ -40,11 +40,37 @@ PARAMS = {"lower": Param("bool", True, "True if the triangular matrix is lower t
                                        "is upper triangular.")}
 
 
+BLOCK = 64      # the panel width of the blocked factorization of large matrices
+
+
+def cholesky(a: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factors of a batch (only the lower triangles read).
+
+    numpy's potrf, split over the batch, except for large float32 matrices: those are factored
+    right-looking by panels of ``BLOCK`` columns, so that most of the work, the trailing update
+    A22 -= L21 L21^T, is a GEMM (split over the operator threads). Measured in CPU time on 512 x 512
+    float32: 6.0 ms blocked against 8.9 ms for numpy's spotrf; in float64, and below 8 panels,
+    numpy's own was as fast or faster, so those stay with it.
+    """
+    n = a.shape[-1]
+    if n < 8 * BLOCK or a.dtype != np.float32:
+        return batched(np.linalg.cholesky, a)
+    w = np.array(a, order="C", copy=True)
+    for k in range(0, n, BLOCK):
+        e = min(k + BLOCK, n)
+        l11 = np.linalg.cholesky(w[..., k:e, k:e])
+        w[..., k:e, k:e] = l11
+        if e < n:
+            l21 = matmul(w[..., e:, k:e], T(tri_inv(l11, True)))      # L21 = A21 L11^-T
+            w[..., e:, k:e] = l21
+            w[..., e:, e:] -= matmul(l21, np.ascontiguousarray(T(l21)))
+    return np.tril(w)
+
+
 def _potrf(octx, p, inputs, outputs, req):
     # The upper factor of A is the transposed lower factor of A^T (whose lower triangle is A's upper).
     src = inputs[0] if p["lower"] else T(inputs[0])
-    fac = lapack("potrf", lambda: batched(np.linalg.cholesky, src),
-                 "the input matrix is not symmetric positive definite")
+    fac = lapack("potrf", lambda: cholesky(src), "the input matrix is not symmetric positive definite")
     assign(outputs[0], req[0], fac if p["lower"] else T(fac))
 
 

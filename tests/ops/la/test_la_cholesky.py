@@ -58,6 +58,20 @@ def test_sumlogdiag_values_shapes_and_gradient():
     op_check.check_op_gradient("_linalg_sumlogdiag", [a[0]], is_train=False)
 
 
+@pytest.mark.parametrize("lower", [True, False])
+def test_potrf_blocked_path_for_large_float32(lower):
+    """512 x 512 float32 goes through the blocked factorization: numpy's factor, one triangle read."""
+    a = _spd(512, 512).astype(np.float32)
+    noisy = a + (np.triu if lower else np.tril)(np.ones((512, 512), np.float32), 1 if lower else -1)
+    (f,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower})
+    chol = np.linalg.cholesky(a.astype(np.float64))
+    np.testing.assert_allclose(f, chol if lower else chol.T, rtol=1e-4, atol=1e-4)
+    bad = a.copy()
+    bad[400, 400] = -1.0          # fails in a later panel
+    with pytest.raises(MXNetError, match="positive definite"):
+        op_check.run_op("_linalg_potrf", [bad])
+
+
 def test_errors():
     """Non-square input and a matrix that is not positive definite (raised when the kernel runs)."""
     with pytest.raises(MXNetError, match=r"linalg.potrf.*'A'.*square.*\(2, 3\)"):
