@@ -5,7 +5,8 @@ potrf on a batch of 128 SPD matrices 64 x 64 and on one 512 x 512. Each system r
 subprocess on the same data (written once to an .npz) at ``--threads`` operator threads
 (``OMP_NUM_THREADS``) and prints the median milliseconds of ``--repeats`` calls (each waited for)
 after a warm-up; rounds alternate the systems (the machine's load drifts) and the table shows the
-median over rounds, with the ratio MXNet time / mxref time (above 1: mxref is faster).
+median over rounds, with the ratio MXNet time / mxref time (above 1: mxref is faster), of the medians
+and paired (the median of each round's ratio).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_linalg.py --repeats 20 --rounds 3
 """
@@ -99,11 +100,13 @@ def main() -> None:
     print(f"median ms of {args.repeats} calls, median of {args.rounds} interleaved rounds, "
           f"{args.threads} threads, float32")
     print(f"{'workload':<22}" + "".join(f"{n:>10}" for n in med)
-          + ("   MXNet/mxref" if "mxnet" in med else ""))
+          + ("   MXNet/mxref   paired" if "mxnet" in med else ""))
     for label, *_ in WORKLOADS:
         row = f"{label:<22}" + "".join(f"{med[n][label]:>10.2f}" for n in med)
         if "mxnet" in med:
-            row += f"   {med['mxnet'][label] / med['mxref'][label]:>8.2f}x"
+            # paired: the ratio within each round (the two ran back to back), then the median
+            paired = np.median([m[label] / r[label] for m, r in zip(runs["mxnet"], runs["mxref"])])
+            row += f"   {med['mxnet'][label] / med['mxref'][label]:>10.2f}x {paired:>7.2f}x"
         print(row)
 
 
