@@ -43,8 +43,9 @@ PARAMS = {"lower": Param("bool", True, "True if the triangular matrix is lower t
 BLOCK = 64      # the panel width of the blocked factorization of large matrices
 
 
-def cholesky(a: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factors of a batch (only the lower triangles read).
+def cholesky(a: np.ndarray, out: np.ndarray = None) -> np.ndarray:
+    """Lower Cholesky factors of a batch (only the lower triangles read); the blocked path writes
+    them into ``out`` when given (a C-contiguous array of a's shape, which may be ``a`` itself).
 
     numpy's potrf, split over the batch, except for large float32 matrices: those are factored
     right-looking by panels of ``BLOCK`` columns, so that most of the work, the trailing update
@@ -56,7 +57,8 @@ def cholesky(a: np.ndarray) -> np.ndarray:
     n = a.shape[-1]
     if n < 8 * BLOCK or a.dtype != np.float32:
         return batched(np.linalg.cholesky, a)
-    w = np.array(a, order="C", copy=True)
+    w = out if out is not None else np.empty(a.shape, a.dtype)
+    w[...] = a
     for k in range(0, n, BLOCK):
         e = min(k + BLOCK, n)
         l11 = np.linalg.cholesky(w[..., k:e, k:e])
@@ -65,14 +67,18 @@ def cholesky(a: np.ndarray) -> np.ndarray:
             l21 = np.matmul(w[..., e:, k:e], T(tri_inv(l11, True)))      # L21 = A21 L11^-T
             w[..., e:, k:e] = l21
             w[..., e:, e:] -= np.matmul(l21, T(l21))
-    return np.tril(w)
+    w *= np.tri(n, dtype=w.dtype)       # zeros above the diagonal
+    return w
 
 
 def _potrf(octx, p, inputs, outputs, req):
     # The upper factor of A is the transposed lower factor of A^T (whose lower triangle is A's upper).
     src = inputs[0] if p["lower"] else T(inputs[0])
-    fac = lapack("potrf", lambda: cholesky(src), "the input matrix is not symmetric positive definite")
-    assign(outputs[0], req[0], fac if p["lower"] else T(fac))
+    into = p["lower"] and req[0] in ("write", "inplace") and outputs[0].flags.c_contiguous
+    fac = lapack("potrf", lambda: cholesky(src, outputs[0] if into else None),
+                 "the input matrix is not symmetric positive definite")
+    if fac is not outputs[0]:
+        assign(outputs[0], req[0], fac if p["lower"] else T(fac))
 
 
 def _potrf_backward(octx, p, inputs, outputs, req):

@@ -66,6 +66,9 @@ def test_potrf_blocked_path_for_large_float32(lower):
     (f,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower})
     chol = np.linalg.cholesky(a.astype(np.float64))
     np.testing.assert_allclose(f, chol if lower else chol.T, rtol=1e-4, atol=1e-4)
+    (added,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower}, req="add",
+                               out=[np.ones((512, 512), np.float32)])
+    np.testing.assert_allclose(added, f + 1, rtol=1e-6)
     bad = a.copy()
     bad[400, 400] = -1.0          # fails in a later panel
     with pytest.raises(MXNetError, match="positive definite"):
