@@ -2,11 +2,11 @@
 
 Four float32 workloads: gemm2 on a batch of 32 matrices 128 x 128 and on one 1024 x 1024 pair,
 potrf on a batch of 128 SPD matrices 64 x 64 and on one 512 x 512. Each system runs in its own
-subprocess on the same data (written once to an .npz) at ``--threads`` operator threads
-(``OMP_NUM_THREADS``) and prints the median milliseconds of ``--repeats`` calls (each waited for)
-after a warm-up; rounds alternate the systems (the machine's load drifts) and the table shows the
-median over rounds, with the ratio MXNet time / mxref time (above 1: mxref is faster), of the medians
-and paired (the median of each round's ratio).
+subprocess on the same data (written once to an .npz) at ``--threads`` operator and BLAS threads
+(``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``) and prints the median
+milliseconds of ``--repeats`` calls (each waited for) after a warm-up; rounds alternate the systems
+(the machine's load drifts) and the table shows the median over rounds, with the ratio MXNet time /
+mxref time (above 1: mxref is faster), of the medians and paired (the median of each round's ratio).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_linalg.py --repeats 20 --rounds 3
 """
@@ -82,7 +82,9 @@ def main() -> None:
     systems = [("mxref", sys.executable)]
     if args.mxnet_python:
         systems.append(("mxnet", args.mxnet_python))
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MXNET_OMP_MAX_THREADS=str(args.threads))
+    threads = str(args.threads)     # operator threads and BLAS threads alike, as bench_common does
+    env = dict(os.environ, OMP_NUM_THREADS=threads, MXNET_OMP_MAX_THREADS=threads,
+               OPENBLAS_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "linalg.npz")
