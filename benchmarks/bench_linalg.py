@@ -18,9 +18,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from bench_common import median_ms
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MXNET_PYTHONS = ("/work/venvs/mxnet191/bin/python", "/work/ref/mxvenv/bin/python")
@@ -40,17 +40,6 @@ def make_data(path: str) -> None:
              Gb=rng.standard_normal((1024, 1024), dtype=np.float32), pa=spd(128, 64, 64), Pa=spd(512, 512))
 
 
-def _median_ms(fn, repeats: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
-
-
 def worker(system: str, path: str, repeats: int) -> None:
     if system == "mxnet":
         import mxnet as mx
@@ -63,7 +52,7 @@ def worker(system: str, path: str, repeats: int) -> None:
     for label, op, a, b in WORKLOADS:
         fn = getattr(mx.nd.linalg, op)
         args = [arr[a]] if b is None else [arr[a], arr[b]]
-        res[label] = _median_ms(lambda fn=fn, args=args: fn(*args).wait_to_read(), repeats)
+        res[label] = median_ms(lambda fn=fn, args=args: fn(*args).wait_to_read(), repeats, warmup=3)
     print(json.dumps(res))
 
 

@@ -18,9 +18,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+from bench_common import median_ms
 
 MXNET_PY = "/work/venvs/mxnet191/bin/python"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,16 +34,6 @@ def make_data(path: str, rows: int, cols: int, nnz: int, width: int) -> None:
              rhs_t=rng.random((rows, width), dtype=np.float32), shape=np.array([rows, cols]))
 
 
-def _median_ms(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
-
-
 def worker(system: str, path: str, repeats: int) -> None:
     z = np.load(path)
     shape = tuple(int(d) for d in z["shape"])
@@ -51,8 +41,8 @@ def worker(system: str, path: str, repeats: int) -> None:
         import scipy.sparse as spsp
         a = spsp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
         rhs, rhs_t = z["rhs"], z["rhs_t"]
-        res = {"dot": _median_ms(lambda: a @ rhs, repeats),
-               "dot_t": _median_ms(lambda: a.T @ rhs_t, repeats)}
+        res = {"dot": median_ms(lambda: a @ rhs, repeats),
+               "dot_t": median_ms(lambda: a.T @ rhs_t, repeats)}
     else:
         if system == "mxnet":
             import mxnet as mx
@@ -63,8 +53,8 @@ def worker(system: str, path: str, repeats: int) -> None:
             import mxref as mx
         a = mx.nd.sparse.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=shape)
         rhs, rhs_t = mx.nd.array(z["rhs"]), mx.nd.array(z["rhs_t"])
-        res = {"dot": _median_ms(lambda: mx.nd.sparse.dot(a, rhs).wait_to_read(), repeats),
-               "dot_t": _median_ms(lambda: mx.nd.sparse.dot(a, rhs_t, transpose_a=True).wait_to_read(),
+        res = {"dot": median_ms(lambda: mx.nd.sparse.dot(a, rhs).wait_to_read(), repeats),
+               "dot_t": median_ms(lambda: mx.nd.sparse.dot(a, rhs_t, transpose_a=True).wait_to_read(),
                                    repeats)}
         res["stype_t"] = mx.nd.sparse.dot(a, rhs_t, transpose_a=True).stype
     print(json.dumps(res))
