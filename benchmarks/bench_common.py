@@ -33,6 +33,21 @@ def time_steps(step, sync, iters, repeats, batch, clock="wall"):
     return rates
 
 
+def median_ms(fn, repeats: int, warmup: int = 1) -> float:
+    """Median milliseconds of ``repeats`` calls of ``fn`` (which waits for its result), after
+    ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    mid = len(times) // 2
+    return 1e3 * (times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2)
+
+
 def symbol_net(sym, model):
     """The model as MXNet 1.x symbol code ending in ``SoftmaxOutput`` (``sym`` is ``mxnet.sym`` or
     ``mxref.sym``): ``mlp`` 784-512-512-10, ``lenet`` LeNet-5, ``tiny`` 50 x (FC(4) + ReLU)."""

@@ -171,10 +171,15 @@ def _bind_inputs(op: OpDef, params: dict, named: Dict[str, object], lead: tuple 
     return [named[n] for n in names]
 
 
+_PREFIXED = ("contrib", "linalg")     # ``_<space>_x`` -> ``mx.nd.<space>.x``, as MXNet sorts them
+
+
 def namespace_of(name: str):
-    """``(namespace, function name)``: ``_contrib_x`` -> contrib.x, ``_x`` -> _internal, else op."""
-    if name.startswith("_contrib_"):
-        return "contrib", name[len("_contrib_"):]
+    """``(namespace, function name)``: ``_contrib_x`` -> contrib.x, ``_linalg_x`` -> linalg.x,
+    ``_x`` -> _internal, else op."""
+    for space in _PREFIXED:
+        if name.startswith(f"_{space}_"):
+            return space, name[len(space) + 2:]
     if name.startswith("_"):
         return "_internal", name
     return "op", name
@@ -182,7 +187,7 @@ def namespace_of(name: str):
 
 def _late_lookup(mod: types.ModuleType, space: str) -> Callable:
     """Module ``__getattr__`` (PEP 562): operators registered after import appear on first access."""
-    prefix = "_contrib_" if space == "contrib" else ""
+    prefix = f"_{space}_" if space in _PREFIXED else ""
 
     def lookup(attr: str):
         name = prefix + attr
@@ -196,10 +201,10 @@ def _late_lookup(mod: types.ModuleType, space: str) -> Callable:
 
 
 def populate(package) -> None:
-    """Create ``package.op``, ``package._internal`` and ``package.contrib`` and fill them (and
-    ``package`` itself with the public ops) from every registered operator."""
+    """Create ``package.op``, ``package._internal``, ``package.contrib`` and ``package.linalg`` and
+    fill them (and ``package`` itself with the public ops) from every registered operator."""
     spaces = {}
-    for space in ("op", "_internal", "contrib"):
+    for space in ("op", "_internal", *_PREFIXED):
         mod = getattr(package, space, None)
         if not isinstance(mod, types.ModuleType):
             mod = types.ModuleType(f"{package.__name__}.{space}", f"Generated mx.nd.{space} functions.")
