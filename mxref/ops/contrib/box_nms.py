@@ -14,7 +14,8 @@ axes flattened):
 negative are left as they are, as MXNet does). ``topk=0`` copies the input through. A hidden
 second output records, per output row, the flat index of its input row (-1 for filler);
 ``_backward_contrib_box_nms`` routes the output gradient back through it:
-``ddata[record[r]] = dout[r]``, zero for dropped rows.
+``ddata[record[r]] = dout[r]``, zero for dropped rows (like MXNet's, it ignores a change of
+format: the row's gradient is copied as it is).
 """
 from __future__ import annotations
 
