@@ -177,3 +177,29 @@ def test_bipartite_matching_docstring_example_and_topk():
     assert sym.infer_shape(x=(4, 3, 5))[1] == [(4, 3), (4, 5)]
     with pytest.raises(MXNetError, match="threshold"):
         mx.nd.contrib.bipartite_matching(mx.nd.array(s))
+
+
+def test_box_encode_decode_round_trip():
+    """box_decode(box_encode(ref)) gives the matched reference boxes back for positive samples."""
+    rng = np.random.RandomState(4)
+    anchors, refs = _boxes(rng, 2, 5), _boxes(rng, 2, 3)
+    samples = np.array([[1, 0, 1, -1, 1], [1, 1, 0, 0, 1]], "f8")
+    matches = rng.randint(0, 3, (2, 5)).astype("f8")
+    means, stds = np.array([0.1, -0.1, 0.0, 0.2]), np.array([0.1, 0.1, 0.2, 0.2])
+    t, m = run_op("_contrib_box_encode", samples, matches, anchors, refs, means, stds)
+    np.testing.assert_array_equal(m[..., 0], samples > 0.5)
+    assert not t[samples <= 0.5].any()
+    for b in range(2):
+        dec = run_op("_contrib_box_decode", (t[b:b + 1] * stds + means) * (samples[b:b + 1, :, None] > 0.5),
+                     anchors[b:b + 1], format="corner")[0][0]
+        for i in np.flatnonzero(samples[b] > 0.5):
+            np.testing.assert_allclose(dec[i], refs[b, int(matches[b, i])], rtol=1e-6, atol=1e-9)
+    anchor = np.array([[[0.5, 0.5, 0.2, 0.2]]])
+    clipped = run_op("_contrib_box_decode", np.full((1, 1, 4), 5.0), anchor, clip=1.0)[0]
+    np.testing.assert_allclose(clipped[0, 0, 2] - clipped[0, 0, 0], 0.2 * np.e, rtol=1e-6)
+    zero = grad_op("_contrib_box_encode", samples, matches, anchors, refs, means, stds)
+    assert not any(g.any() for g in zero)
+    sym = mx.sym.contrib.box_encode(*[mx.sym.var(n) for n in ("s", "m", "a", "r", "mu", "sd")])
+    assert sym.infer_shape(s=(2, 5), m=(2, 5), a=(2, 5, 4), r=(2, 3, 4))[1] == [(2, 5, 4), (2, 5, 4)]
+    with pytest.raises(MXNetError, match="box_decode.*anchors"):
+        mx.nd.contrib.box_decode(mx.nd.zeros((1, 2, 4)), mx.nd.zeros((2, 4)))
