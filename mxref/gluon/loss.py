@@ -284,7 +284,8 @@ class SDMLLoss(Loss):
         d_ij = |x1_i - x2_j|^2,   p_i = log_softmax(-d_i),   q = eye(B) (1 - s) + (1 - eye(B)) s / (B - 1)
         loss_i = KLDivLoss(from_logits=True)(p_i, q_i)
 
-    NOTE: like MXNet's, it reads ``x1.shape``, so it runs on NDArrays (not on a hybridized graph).
+    NOTE: like MXNet's, it reads ``x1.shape``, so it runs on NDArrays (not on a hybridized graph),
+    and ``weight`` is accepted but not applied.
     """
 
     def __init__(self, smoothing_parameter: float = 0.3, weight=1., batch_axis: int = 0, **kwargs):
@@ -305,7 +306,7 @@ class SDMLLoss(Loss):
         return gold * (1 - s) + (1 - gold) * s / (batch_size - 1)
 
     def hybrid_forward(self, F, x1, x2):
-        labels = self._compute_labels(F, x1.shape[0])
+        labels = self._compute_labels(F, x1.shape[0]).astype(x1.dtype)   # float64 batches too
         distances = self._compute_distances(x1, x2)
         log_probabilities = F.log_softmax(-distances, axis=1)
         return self.kl_loss(log_probabilities, labels.as_in_context(distances.context))
