@@ -157,3 +157,24 @@ def test_symbol_unroll_matches_ndarray():
     args = {"data": x, **{k: v.data() for k, v in cell.collect_params().items()}}
     got = outs.bind(mx.cpu(), {k: v for k, v in args.items() if k in outs.list_arguments()}).forward()[0]
     np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_hybridized_cell_input_gradient_when_output_is_state():
+    """A hybridized cell returns one entry as output and as state: both head gradients reach x."""
+    x = mx.nd.random.uniform(-1, 1, shape=(2, 3))
+    grads = []
+    for hybridize in (False, True):
+        with mx.name.NameManager():
+            cell = rnn.GRUCell(4, input_size=3)
+        cell.initialize(mx.init.Constant(0.1))
+        if hybridize:
+            cell.hybridize()
+        xg = x.copy()
+        xg.attach_grad()
+        with autograd.record():
+            out, (h,) = cell(xg, [mx.nd.ones((2, 4))])
+            loss = out.sum() + 2 * h.sum()
+        loss.backward()
+        grads.append(xg.grad.asnumpy())
+    assert np.abs(grads[0]).sum() > 0
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
