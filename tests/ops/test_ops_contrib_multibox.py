@@ -118,3 +118,22 @@ def test_ssd_head_symbol_runs():
     outs = group.bind(mx.cpu(), feed).forward()
     assert [o.shape for o in outs] == [(2, 108), (2, 108), (2, 27), (2, 27, 6)]
     assert (outs[2].asnumpy() > 0).any()
+
+
+def test_symbol_output_and_argument_names_as_mxnet():
+    """Output and argument names of every detection symbol are MXNet 1.9.1's."""
+    v, c = mx.sym.var, mx.sym.contrib
+    want = [
+        (c.box_nms(v("d"), name="n"), ["n_output0"], ["d"]),
+        (c.box_iou(v("a"), v("b"), name="i"), ["i_output"], ["a", "b"]),
+        (c.bipartite_matching(v("d"), threshold=0.1, name="m"), ["m_output0", "m_output1"], ["d"]),
+        (c.box_encode(*[v(n) for n in ("s", "m", "a", "r", "mu", "sd")], name="e"),
+         ["e_output0", "e_output1"], ["s", "m", "a", "r", "mu", "sd"]),
+        (c.box_decode(v("d"), v("a"), name="dd"), ["dd_output"], ["d", "a"]),
+        (c.MultiBoxPrior(v("d"), name="p"), ["p_output"], ["d"]),
+        (c.MultiBoxTarget(v("a"), v("l"), v("c"), name="t"),
+         ["t_loc_target", "t_loc_mask", "t_cls_target"], ["a", "l", "c"]),
+        (c.MultiBoxDetection(v("c"), v("l"), v("a"), name="x"), ["x_output"], ["c", "l", "a"]),
+    ]
+    for sym, outs, args in want:
+        assert (sym.list_outputs(), sym.list_arguments()) == (outs, args)

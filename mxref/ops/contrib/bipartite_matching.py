@@ -64,5 +64,5 @@ def forward(octx, p, inputs, outputs, req):
     assign(outputs[1], req[1], np.stack([b for _, b in pairs]).reshape(outputs[1].shape))
 
 
-register(OpDef("_contrib_bipartite_matching", forward, params=PARAMS, outputs=("row_marker", "col_marker"),
+register(OpDef("_contrib_bipartite_matching", forward, params=PARAMS, outputs=("output0", "output1"),
                infer_shape=infer_shape, infer_type=uniform_type(2), gradient=zero_grads, doc=__doc__))

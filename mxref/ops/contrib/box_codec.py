@@ -80,7 +80,7 @@ def decode(octx, p, inputs, outputs, req):
 
 register(OpDef("_contrib_box_encode", encode,
                arguments=("samples", "matches", "anchors", "refs", "means", "stds"),
-               outputs=("targets", "masks"), infer_shape=encode_shape, infer_type=uniform_type(2),
+               outputs=("output0", "output1"), infer_shape=encode_shape, infer_type=uniform_type(2),
                gradient=zero_grads, doc=__doc__))
 register(OpDef("_contrib_box_decode", decode, arguments=("data", "anchors"), params=PARAMS,
                infer_shape=decode_shape, infer_type=uniform_type(1), gradient=zero_grads, doc=__doc__))

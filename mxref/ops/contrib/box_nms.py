@@ -128,7 +128,7 @@ def gradient(node, ograds):
     return [entry(backward_node(node, "_backward_contrib_box_nms", [ograds[0], entry(node, 1)]))]
 
 
-register(OpDef("_contrib_box_nms", forward, params=PARAMS, outputs=("output", "record"),
+register(OpDef("_contrib_box_nms", forward, params=PARAMS, outputs=("output0", "output1"),
                num_visible_outputs=1, infer_shape=infer_shape, infer_type=uniform_type(2),
                gradient=gradient, aliases=("_contrib_box_non_maximum_suppression",), doc=__doc__))
 register(OpDef("_backward_contrib_box_nms", backward, arguments=("ograd", "record"), params=PARAMS,
