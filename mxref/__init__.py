@@ -14,6 +14,7 @@ from . import (
     base,
     callback,
     collective,
+    contrib,
     context,
     engine,
     executor,

@@ -5,6 +5,7 @@ All are HybridBlocks ``loss(pred, label, sample_weight=None)``; ``weight`` is a 
 """
 from __future__ import annotations
 
+import math
 from numbers import Number
 
 from .. import ndarray as nd
@@ -13,7 +14,8 @@ from .block import HybridBlock
 
 __all__ = ["Loss", "L1Loss", "L2Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "HuberLoss", "HingeLoss",
-           "SquaredHingeLoss", "LogisticLoss"]
+           "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss", "CosineEmbeddingLoss",
+           "SDMLLoss"]
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -238,3 +240,104 @@ class CTCLoss(Loss):
         loss = F.CTCLoss(*inputs, use_data_lengths=pred_lengths is not None,
                          use_label_lengths=label_lengths is not None, blank_label="last")
         return _apply_weighting(F, loss, self._weight, sample_weight)
+# -- metric-learning and count losses (MXNet 1.9.1's TripletLoss, PoissonNLLLoss, CosineEmbeddingLoss,
+#    SDMLLoss) ----------------------------------------------------------------------------------
+
+class TripletLoss(Loss):
+    """``max(sum(|positive - pred|^2) - sum(|negative - pred|^2) + margin, 0)`` over the non-batch
+    axes; ``positive`` and ``negative`` are reshaped like ``pred``. One value per sample."""
+
+    def __init__(self, margin: float = 1, weight=None, batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, pred, positive, negative):
+        positive = _reshape_like(F, positive, pred)
+        negative = _reshape_like(F, negative, pred)
+        loss = F.sum(F.square(positive - pred) - F.square(negative - pred), axis=self._batch_axis,
+                     exclude=True)
+        return _apply_weighting(F, F.relu(loss + self._margin), self._weight, None)
+
+
+class PoissonNLLLoss(Loss):
+    """Poisson negative log-likelihood, averaged over *every* element (a shape ``(1,)`` result)::
+
+        from_logits:   exp(pred) - target * pred
+        else:          pred - target * log(pred + epsilon)
+        compute_full:  + [target > 1] * (target log(target) - target + 0.5 log(2 pi target))   (Stirling)
+    """
+
+    def __init__(self, weight=None, from_logits: bool = True, batch_axis: int = 0, compute_full: bool = False,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(F, target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            stirling = target * F.log(target) - target + 0.5 * F.log(2 * math.pi * target)
+            loss = loss + stirling * (target > 1)
+        return F.mean(_apply_weighting(F, loss, self._weight, sample_weight))
+
+
+class CosineEmbeddingLoss(Loss):
+    """With ``c = cos(input1_i, input2_i)`` over the last axis (norms floored at 1e-12)::
+
+        loss_i = 1 - c               if label_i == 1
+               = max(0, c - margin)  if label_i == -1         (0 for any other label)
+
+    Shape ``(batch, 1)``, as MXNet returns it (no mean).
+    """
+
+    def __init__(self, weight=None, batch_axis: int = 0, margin: float = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(F, input1, input2)
+        label = F.reshape(label, shape=(-1, 1))
+        norms = F.reshape(F.norm(input1, axis=-1) * F.norm(input2, axis=-1), shape=(-1, 1))
+        cos = F.reshape(F.sum(input1 * input2, axis=-1), shape=(-1, 1)) / F.broadcast_maximum(
+            norms, F.ones_like(norms) * 1e-12)
+        loss = (1 - cos) * (label == 1) + F.relu((label == -1) * (cos - self._margin))
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class SDMLLoss(Loss):
+    """Smoothed Deep Metric Learning loss (Bonadiman et al., 2019) for aligned batches ``x1, x2 (B, D)``,
+    where ``x2[i]`` is the positive for ``x1[i]`` and every other row a negative::
+
+        d_ij = |x1_i - x2_j|^2,   p_i = log_softmax(-d_i),   q = eye(B) (1 - s) + (1 - eye(B)) s / (B - 1)
+        loss_i = KLDivLoss(from_logits=True)(p_i, q_i)
+
+    NOTE: like MXNet's, it reads ``x1.shape``, so it runs on NDArrays (not on a hybridized graph),
+    and ``weight`` is accepted but not applied.
+    """
+
+    def __init__(self, smoothing_parameter: float = 0.3, weight=1., batch_axis: int = 0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def _compute_distances(self, x1, x2):
+        if x1.shape != x2.shape:
+            raise MXNetError(f"SDMLLoss: x1 {x1.shape} and x2 {x2.shape} must have the same shape")
+        b, d = x1.shape
+        diff = x1.expand_dims(1).broadcast_to((b, b, d)) - x2.expand_dims(0).broadcast_to((b, b, d))
+        return (diff ** 2).sum(axis=2)
+
+    def _compute_labels(self, F, batch_size):
+        gold = F.eye(batch_size)
+        s = self.smoothing_parameter
+        return gold * (1 - s) + (1 - gold) * s / (batch_size - 1)
+
+    def hybrid_forward(self, F, x1, x2):
+        labels = self._compute_labels(F, x1.shape[0]).astype(x1.dtype)   # float64 batches too
+        distances = self._compute_distances(x1, x2)
+        log_probabilities = F.log_softmax(-distances, axis=1)
+        return self.kl_loss(log_probabilities, labels.as_in_context(distances.context))

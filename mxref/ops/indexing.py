@@ -164,8 +164,11 @@ register(OpDef("one_hot", _one_hot_kernel, arguments=("indices",),
 def _where_shape(params, in_shapes):
     cond, x, y = in_shapes
     known = x if x is not None else y
-    if x is not None and y is not None and tuple(x) != tuple(y):
-        raise MXNetError(f"where: x {tuple(x)} and y {tuple(y)} must have the same shape")
+    if x is not None and y is not None:
+        # 0 is an unknown dimension (a begin state of batch 0 in a symbolic RNN unroll).
+        if len(x) != len(y) or any(a and b and a != b for a, b in zip(x, y)):
+            raise MXNetError(f"where: x {tuple(x)} and y {tuple(y)} must have the same shape")
+        known = tuple(a or b for a, b in zip(x, y))
     if cond is not None and known is not None and tuple(cond) != tuple(known) \
             and not (len(cond) == 1 and known and cond[0] == known[0]):
         raise MXNetError(f"where: condition {tuple(cond)} must have the shape of x {tuple(known)} "

@@ -121,7 +121,9 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
     out_grads: Dict[int, List[_GradEntry]] = {id(n): [_GradEntry() for _ in range(n.num_outputs())]
                                               for n in topo}
     for y, g in zip(ys, ys_out_grad):
-        out_grads[id(y.node)][y.index].grads = [g]
+        # NOTE: one entry may be several outputs (a recurrent cell returns h as output and state);
+        # its head gradients add up (nnvm assigns, as MXNet's CachedOp copies duplicates first).
+        out_grads[id(y.node)][y.index].grads.append(g)
     for i, x in enumerate(xs):
         if id(x.node) not in out_grads:
             raise MXNetError(f"Cannot differentiate with respect to the {i + 1}-th variable "

@@ -69,3 +69,13 @@ def test_clip_values_and_gradient_inside_bounds_only(fdtype):
     assert y.dtype == fdtype
     (g,) = grad_op("clip", x, a_min=0.6, a_max=2.1)
     np.testing.assert_array_equal(g, ((x >= 0.6) & (x <= 2.1)).astype(fdtype))
+
+
+def test_where_shape_merges_unknown_dimensions():
+    """A 0 (unknown) dimension of x or y is filled in from the other (a symbolic zero begin state)."""
+    import mxref as mx
+    c, x, y = mx.sym.var("c"), mx.sym.var("x"), mx.sym.zeros(shape=(0, 4))
+    _, outs, _ = mx.sym.where(c, x, y).infer_shape(c=(3, 4), x=(3, 4))
+    assert outs == [(3, 4)]
+    with pytest.raises(mx.base.MXNetError, match="where"):
+        mx.sym.where(c, x, mx.sym.zeros(shape=(0, 5))).infer_shape(c=(3, 4), x=(3, 4))

@@ -1,4 +1,5 @@
-"""Convolution and pooling layers: ``Conv1D/2D/3D``, ``Conv2DTranspose``, max/average/global pooling."""
+"""Convolution and pooling layers: ``Conv1D/2D/3D``, ``Conv1D/2D/3DTranspose``, max/average/global
+pooling, ``ReflectionPad2D``."""
 from __future__ import annotations
 
 from numbers import Number
@@ -6,9 +7,10 @@ from numbers import Number
 from ..block import HybridBlock
 from .activations import Activation
 
-__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "MaxPool1D", "MaxPool2D", "MaxPool3D",
-           "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalAvgPool1D",
-           "GlobalAvgPool2D"]
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose",
+           "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "GlobalMaxPool1D",
+           "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D",
+           "ReflectionPad2D"]
 
 
 def _tuple(value, n: int) -> tuple:
@@ -88,16 +90,62 @@ class Conv3D(_Conv):
                          in_channels, activation, use_bias, weight_initializer, bias_initializer, **kwargs)
 
 
-class Conv2DTranspose(_Conv):
-    """Transposed 2-D convolution (``Deconvolution``); ``output_padding`` is MXNet's ``adj``."""
+class _ConvTranspose(_Conv):
+    """Transposed convolution (``Deconvolution``) over ``n`` spatial axes; ``output_padding`` is
+    MXNet's ``adj``. Output size per axis: ``(in - 1) * stride - 2 * pad + kernel + output_padding``."""
+
+    _ndim, _layouts = 2, ("NCHW",)
+
+    def __init__(self, channels, kernel_size, strides, padding, output_padding, dilation, groups, layout,
+                 activation, use_bias, weight_initializer, bias_initializer, in_channels, **kwargs):
+        n = self._ndim
+        # AssertionError, as MXNet's asserts raise it.
+        name = type(self).__name__
+        if layout not in self._layouts:
+            raise AssertionError(f"{name}: only layouts {self._layouts} are supported, got {layout!r}")
+        kernel_size, output_padding = _tuple(kernel_size, n), _tuple(output_padding, n)
+        if len(kernel_size) != n or len(output_padding) != n:
+            raise AssertionError(f"{name}: kernel_size and output_padding need {n} values")
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout, in_channels,
+                         activation, use_bias, weight_initializer, bias_initializer,
+                         op_name=kwargs.pop("op_name", "Deconvolution"), adj=output_padding, **kwargs)
+        self.outpad = output_padding
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """Transposed 1-D convolution over ``(N, C, W)``."""
+
+    _ndim, _layouts = 1, ("NCW",)
+
+    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0, dilation=1, groups=1,
+                 layout="NCW", activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, kernel_size, strides, padding, output_padding, dilation, groups, layout,
+                         activation, use_bias, weight_initializer, bias_initializer, in_channels, **kwargs)
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """Transposed 2-D convolution over ``(N, C, H, W)``."""
+
+    _ndim, _layouts = 2, ("NCHW", "NHWC")
 
     def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0), output_padding=(0, 0),
                  dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True,
                  weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
-        super().__init__(channels, _tuple(kernel_size, 2), strides, padding, dilation, groups, layout,
-                         in_channels, activation, use_bias, weight_initializer, bias_initializer,
-                         op_name="Deconvolution", adj=output_padding, **kwargs)
-        self.outpad = output_padding
+        super().__init__(channels, kernel_size, strides, padding, output_padding, dilation, groups, layout,
+                         activation, use_bias, weight_initializer, bias_initializer, in_channels, **kwargs)
+
+
+class Conv3DTranspose(_ConvTranspose):
+    """Transposed 3-D convolution over ``(N, C, D, H, W)``."""
+
+    _ndim, _layouts = 3, ("NCDHW", "NDHWC")
+
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0), output_padding=(0, 0, 0),
+                 dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, kernel_size, strides, padding, output_padding, dilation, groups, layout,
+                         activation, use_bias, weight_initializer, bias_initializer, in_channels, **kwargs)
 
 
 class _Pooling(HybridBlock):
@@ -155,3 +203,25 @@ GlobalMaxPool1D = _global_pool_class("GlobalMaxPool1D", 1, "max", "NCW")
 GlobalMaxPool2D = _global_pool_class("GlobalMaxPool2D", 2, "max", "NCHW")
 GlobalAvgPool1D = _global_pool_class("GlobalAvgPool1D", 1, "avg", "NCW")
 GlobalAvgPool2D = _global_pool_class("GlobalAvgPool2D", 2, "avg", "NCHW")
+GlobalMaxPool3D = _global_pool_class("GlobalMaxPool3D", 3, "max", "NCDHW")
+GlobalAvgPool3D = _global_pool_class("GlobalAvgPool3D", 3, "avg", "NCDHW")
+
+
+class ReflectionPad2D(HybridBlock):
+    """Pads the last two axes of ``(N, C, H, W)`` by reflection (the edge is not repeated)::
+
+        out (N, C, H + 2p, W + 2p);  out[..., p - k, :] = x[..., k, :] for k = 1..p (likewise below and in W)
+
+    ``padding``: an int ``p``, or MXNet's 8-tuple ``pad_width`` for ``F.pad`` (the first four 0).
+    """
+
+    def __init__(self, padding=0, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(padding, Number):
+            padding = (0, 0, 0, 0, padding, padding, padding, padding)
+        if len(padding) != 8:
+            raise AssertionError(f"ReflectionPad2D: padding must be an int or 8 values, got {padding!r}")
+        self._padding = tuple(padding)
+
+    def hybrid_forward(self, F, x):
+        return F.pad(x, mode="reflect", pad_width=self._padding)

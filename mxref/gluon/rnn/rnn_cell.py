@@ -11,32 +11,72 @@ __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCe
            "HybridSequentialRNNCell"]
 
 
-def _format_sequence(length, inputs, layout: str, merge):
-    """The inputs as a list of time steps (``merge=False``) or one array (``merge=True``)."""
-    axis = layout.find("T")
-    batch_axis = layout.find("N")
+def _format_sequence(length, inputs, layout: str, merge, in_layout: str = None):
+    """``(inputs, time axis, F, batch size)``: the inputs as a list of steps (``merge=False``), one
+    array stacked along ``layout``'s time axis (``merge=True``), or as given (``merge=None``)."""
+    axis, batch_axis = layout.find("T"), layout.find("N")
+    in_axis = in_layout.find("T") if in_layout is not None else axis
     batch_size = 0
     if isinstance(inputs, _symbol.Symbol):
         F = _symbol
         if merge is False:
-            inputs = list(_symbol.split(inputs, axis=axis, num_outputs=length, squeeze_axis=1))
+            if len(inputs.list_outputs()) != 1:
+                raise ValueError("unroll: a grouped symbol is not one input; pass list(inputs)")
+            inputs = list(_symbol.split(inputs, axis=in_axis, num_outputs=length, squeeze_axis=1))
     elif isinstance(inputs, NDArray):
         F = nd
         batch_size = inputs.shape[batch_axis]
         if merge is False:
-            if length is not None and length != inputs.shape[axis]:
-                raise ValueError(f"unroll: length {length} but the inputs have {inputs.shape[axis]} steps")
-            steps = nd.split(inputs, axis=axis, num_outputs=inputs.shape[axis], squeeze_axis=1)
+            if length is not None and length != inputs.shape[in_axis]:
+                raise ValueError(f"unroll: length {length} but the inputs have {inputs.shape[in_axis]} steps")
+            steps = nd.split(inputs, axis=in_axis, num_outputs=inputs.shape[in_axis], squeeze_axis=1)
             inputs = [steps] if isinstance(steps, NDArray) else list(steps)
     else:
         if length is not None and len(inputs) != length:
             raise ValueError(f"unroll: length {length} but {len(inputs)} inputs")
         F = _symbol if isinstance(inputs[0], _symbol.Symbol) else nd
         if F is nd:
-            batch_size = inputs[0].shape[batch_axis]
+            batch_size = inputs[0].shape[0]
         if merge is True:
-            inputs = F.concat(*[F.expand_dims(i, axis=axis) for i in inputs], dim=axis)
+            inputs = F.stack(*inputs, axis=axis)
+            in_axis = axis
+    if isinstance(inputs, (NDArray, _symbol.Symbol)) and axis != in_axis:
+        inputs = F.swapaxes(inputs, dim1=axis, dim2=in_axis)
     return inputs, axis, F, batch_size
+
+
+def _get_begin_state(cell, F, begin_state, inputs, batch_size):
+    """``begin_state`` or the cell's zero states, on the inputs' context (NDArrays only)."""
+    if begin_state is not None:
+        return begin_state
+    if F is not nd:
+        return cell.begin_state(func=_symbol.zeros, batch_size=batch_size)
+    first = inputs if isinstance(inputs, NDArray) else inputs[0]
+    return cell.begin_state(batch_size, func=nd.zeros, ctx=first.context, dtype=first.dtype)
+
+
+def _mask_sequence_variable_length(F, data, length, valid_length, time_axis, merge):
+    """Steps at or past ``valid_length[b]`` set to 0 (``SequenceMask``); a list again unless ``merge``."""
+    if not isinstance(data, (NDArray, _symbol.Symbol)):
+        data = F.stack(*data, axis=time_axis)
+    out = F.SequenceMask(data, sequence_length=valid_length, use_sequence_length=True, axis=time_axis)
+    if not merge:
+        steps = F.split(out, num_outputs=length, axis=time_axis, squeeze_axis=True)
+        out = [steps] if isinstance(steps, NDArray) else list(steps)
+    return out
+
+
+def _reverse_sequences(sequences, unroll_step, valid_length=None):
+    """A list of steps reversed in time; with ``valid_length`` each sequence reverses only its valid
+    prefix (``SequenceReverse``), the padding stays in place."""
+    F = _symbol if isinstance(sequences[0], _symbol.Symbol) else nd
+    if valid_length is None:
+        return list(reversed(sequences))
+    rev = F.SequenceReverse(F.stack(*sequences, axis=0), sequence_length=valid_length,
+                            use_sequence_length=True)
+    if unroll_step > 1 or F is _symbol:
+        return list(F.split(rev, axis=0, num_outputs=unroll_step, squeeze_axis=True))
+    return [rev[0]]
 
 
 class RecurrentCell(Block):
@@ -59,6 +99,9 @@ class RecurrentCell(Block):
 
     def begin_state(self, batch_size: int = 0, func=None, **kwargs):
         """Initial states (zeros by default), one per ``state_info`` entry."""
+        if self._modified:
+            raise AssertionError("After applying modifier cells (e.g. ZoneoutCell) the base cell cannot "
+                                 "be called directly. Call the modifier cell instead.")
         states = []
         for info in self.state_info(batch_size):
             self._init_counter += 1
@@ -76,25 +119,25 @@ class RecurrentCell(Block):
         """Run the cell over ``length`` steps; returns ``(outputs, last_states)``.
 
         ``inputs`` is one array (``layout`` 'NTC' or 'TNC') or a list of steps; ``merge_outputs``
-        stacks the outputs into one array (default: the same form as the inputs).
+        stacks the outputs into one array (``None``: leave them a list). ``valid_length (N,)``:
+        the returned states are each sequence's state at its last valid step (``SequenceLast``) and
+        outputs past it are 0 (``SequenceMask``).
         """
-        if valid_length is not None:
-            raise ValueError("unroll: valid_length is not supported")
         self.reset()
         inputs, axis, F, batch_size = _format_sequence(length, inputs, layout, False)
-        if begin_state is None:
-            if F is not nd:
-                raise ValueError("unroll: pass begin_state when unrolling symbols")
-            begin_state = self.begin_state(batch_size, ctx=inputs[0].context, dtype=inputs[0].dtype)
-        states = begin_state
-        outputs = []
+        states = _get_begin_state(self, F, begin_state, inputs, batch_size)
+        outputs, all_states = [], []
         for i in range(length):
             output, states = self(inputs[i], states)
             outputs.append(output)
-        if merge_outputs is None:
-            merge_outputs = False
-        if merge_outputs:
-            outputs, _, _, _ = _format_sequence(length, outputs, layout, True)
+            if valid_length is not None:
+                all_states.append(states)
+        if valid_length is not None:
+            states = [F.SequenceLast(F.stack(*step_states, axis=0), sequence_length=valid_length,
+                                     use_sequence_length=True, axis=0)
+                      for step_states in zip(*all_states)]
+            outputs = _mask_sequence_variable_length(F, outputs, length, valid_length, axis, True)
+        outputs, _, _, _ = _format_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
 
     def _get_activation(self, F, inputs, activation, **kwargs):
@@ -232,7 +275,10 @@ class GRUCell(HybridRecurrentCell):
 
 
 class SequentialRNNCell(RecurrentCell):
-    """Stacked cells: the output of each is the input of the next; states are concatenated."""
+    """Stacked cells: the output of each is the input of the next; states are concatenated.
+    ``unroll`` unrolls each cell over the whole sequence in turn (so a ``BidirectionalCell`` or a
+    ``DropoutCell`` inside works on whole sequences); stepping one with a ``BidirectionalCell``
+    inside raises, as that cell can only be unrolled."""
 
     def add(self, cell: RecurrentCell) -> None:
         self.register_child(cell)
@@ -241,6 +287,9 @@ class SequentialRNNCell(RecurrentCell):
         return [info for c in self._children.values() for info in c.state_info(batch_size)]
 
     def begin_state(self, batch_size: int = 0, func=None, **kwargs):
+        if self._modified:
+            raise AssertionError("After applying modifier cells (e.g. ZoneoutCell) the base cell cannot "
+                                 "be called directly. Call the modifier cell instead.")
         return [s for c in self._children.values() for s in c.begin_state(batch_size, func, **kwargs)]
 
     def __call__(self, inputs, states):
@@ -251,6 +300,22 @@ class SequentialRNNCell(RecurrentCell):
             inputs, state = cell(inputs, states[p:p + n])
             p += n
             next_states.extend(state)
+        return inputs, next_states
+
+    def unroll(self, length: int, inputs, begin_state=None, layout: str = "NTC", merge_outputs=None,
+               valid_length=None):
+        self.reset()
+        inputs, _, F, batch_size = _format_sequence(length, inputs, layout, None)
+        begin_state = _get_begin_state(self, F, begin_state, inputs, batch_size)
+        cells = list(self._children.values())
+        p, next_states = 0, []
+        for i, cell in enumerate(cells):
+            n = len(cell.state_info())
+            inputs, states = cell.unroll(length, inputs=inputs, begin_state=begin_state[p:p + n],
+                                         layout=layout, valid_length=valid_length,
+                                         merge_outputs=None if i < len(cells) - 1 else merge_outputs)
+            p += n
+            next_states.extend(states)
         return inputs, next_states
 
     def __len__(self) -> int:

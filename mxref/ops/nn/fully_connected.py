@@ -33,9 +33,16 @@ def _as2d(p, x):
     return x.reshape(x.shape[0], -1) if p["flatten"] else x.reshape(-1, x.shape[-1])
 
 
-def infer_shape(p, in_shapes):
+def infer_shape(p, in_shapes, out_shapes=None):
     data, nh = in_shapes[0], p["num_hidden"]
     ins = list(in_shapes)
+    out = out_shapes[0] if out_shapes else None
+    if data is not None and out is not None and len(out) == (2 if p["flatten"] else len(data)):
+        # As MXNet: a known output gives the data its batch dimension(s), e.g. a zero begin state
+        # of batch 0 in a symbolic RNN unroll, feeding the h2h layer.
+        lead = out[:1] if p["flatten"] else out[:-1]
+        data = tuple(a or b for a, b in zip(lead, data)) + tuple(data[len(lead):])
+        ins[0] = data
     if data is None or not data or (p["flatten"] and not known(data[1:])) or not data[-1]:
         return ins, [None]
     in_dim = 1

@@ -32,11 +32,12 @@ def test_is_adjoint_of_convolution(rng, dtype):
     {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "adj": (1, 0), "no_bias": False},
     {"kernel": (2, 2), "num_group": 2, "dilate": (2, 1)},
     {"kernel": (3,), "stride": (2,), "target_shape": (6,)},
+    {"kernel": (2, 2, 1), "stride": (2, 1, 1), "pad": (0, 1, 0), "adj": (1, 0, 0), "no_bias": False},
 ])
 def test_gradient(rng, kw):
     """Gradients agree with central differences."""
     nd = len(kw["kernel"])
-    x = rng.standard_normal((2, 2) + (3, 4)[:nd])
+    x = rng.standard_normal((2, 2) + (3, 4, 2)[:nd])
     w = rng.standard_normal((2, 4 // kw.get("num_group", 1)) + kw["kernel"])
     ins = [x, w] if kw.get("no_bias", True) else [x, w, rng.standard_normal(4)]
     check_gradient("Deconvolution", ins, num_filter=4, **kw)

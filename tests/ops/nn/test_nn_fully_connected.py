@@ -49,3 +49,13 @@ def test_gradient(rng, no_bias, flatten):
     w = rng.standard_normal((3, 8 if flatten else 4))
     ins = [x, w] if no_bias else [x, w, rng.standard_normal(3)]
     check_gradient("FullyConnected", ins, num_hidden=3, no_bias=no_bias, flatten=flatten)
+
+
+def test_known_output_gives_data_its_batch():
+    """A known output fills the data's unknown batch dimension (MXNet does it too): a zero begin
+    state of batch 0 feeding a layer whose output is added to a known array."""
+    import mxref as mx
+    out = mx.sym.FullyConnected(mx.sym.zeros((0, 4)), num_hidden=8, name="fc") + mx.sym.var("x")
+    assert out.simple_bind(mx.cpu(), x=(3, 8)).forward()[0].shape == (3, 8)
+    seq = mx.sym.FullyConnected(mx.sym.zeros((0, 0, 4)), num_hidden=8, flatten=False) + mx.sym.var("y")
+    assert seq.infer_shape(y=(2, 5, 8))[1] == [(2, 5, 8)]
