@@ -163,10 +163,14 @@ def _bind_inputs(op: OpDef, params: dict, named: Dict[str, object], lead: tuple 
     return [named[n] for n in names]
 
 
+_PREFIXED = ("_contrib_", "_image_")   # ``_image_x`` -> mx.nd.image.x
+
+
 def namespace_of(name: str):
     """``(namespace, function name)``: ``_contrib_x`` -> contrib.x, ``_x`` -> _internal, else op."""
-    if name.startswith("_contrib_"):
-        return "contrib", name[len("_contrib_"):]
+    for prefix in _PREFIXED:
+        if name.startswith(prefix):
+            return prefix[1:-1], name[len(prefix):]
     if name.startswith("_"):
         return "_internal", name
     return "op", name
@@ -174,7 +178,7 @@ def namespace_of(name: str):
 
 def _late_lookup(mod: types.ModuleType, space: str) -> Callable:
     """Module ``__getattr__`` (PEP 562): operators registered after import appear on first access."""
-    prefix = "_contrib_" if space == "contrib" else ""
+    prefix = f"_{space}_" if f"_{space}_" in _PREFIXED else ""
 
     def lookup(attr: str):
         name = prefix + attr
@@ -191,7 +195,7 @@ def populate(package) -> None:
     """Create ``package.op``, ``package._internal`` and ``package.contrib`` and fill them (and
     ``package`` itself with the public ops) from every registered operator."""
     spaces = {}
-    for space in ("op", "_internal", "contrib"):
+    for space in ("op", "_internal", "contrib", "image"):
         mod = getattr(package, space, None)
         if not isinstance(mod, types.ModuleType):
             mod = types.ModuleType(f"{package.__name__}.{space}", f"Generated mx.nd.{space} functions.")
