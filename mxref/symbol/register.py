@@ -233,6 +233,27 @@ def _docstring(op: registry.OpDef, inputs: Optional[List[str]]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _positional_params(op, func_name, inputs, args, kwargs):
+    """MXNet's generated functions take ``(inputs..., params...)`` positionally, e.g.
+    ``sym.image.crop(data, 0, 0, 3, 2)``: non-Symbol positionals after the inputs fill the
+    parameters in order (only when the op's inputs are fixed)."""
+    lead = 0
+    while lead < len(args) and isinstance(args[lead], Symbol):
+        lead += 1
+    if lead == len(args) or inputs is None or op.key_var_num_args:
+        return args, kwargs
+    rest = list(args[lead:])
+    free = [n for n in inputs[lead:] if n not in kwargs] + list(op.params)
+    if len(rest) > len(free):
+        raise MXNetError(f"{func_name}: too many positional arguments ({len(args)})")
+    kwargs = dict(kwargs)
+    for key, value in zip(free, rest):
+        if key in kwargs:
+            raise MXNetError(f"{func_name}: argument '{key}' given by position and by name")
+        kwargs[key] = value
+    return args[:lead], kwargs
+
+
 def wrapper(op_name: str) -> Callable:
     """The generated function for a registered operator name (canonical or alias), cached."""
     fn = _WRAPPERS.get(op_name)
@@ -244,6 +265,7 @@ def wrapper(op_name: str) -> Callable:
     inputs = _input_names(op)
 
     def creator(*args, name: Optional[str] = None, attr: Dict[str, str] = None, **kwargs):
+        args, kwargs = _positional_params(op, func_name, inputs, args, kwargs)
         for i, a in enumerate(args):
             if not isinstance(a, Symbol):
                 raise MXNetError(f"{func_name}: positional argument {i} must be a Symbol (an input), "

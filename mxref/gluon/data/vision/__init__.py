@@ -1,2 +1,4 @@
-"""``mx.gluon.data.vision``: the bundled digits dataset (``Digits``, from ``mxref.io``)."""
+"""``mx.gluon.data.vision``: image datasets (MNIST, CIFAR, folders, RecordIO), ``transforms``, and
+the bundled digits dataset (``Digits``, from ``mxref.io``)."""
 from ....io.digits import DigitsDataset as Digits  # noqa: F401
+from . import transforms  # noqa: F401
