@@ -235,15 +235,15 @@ def _docstring(op: registry.OpDef, inputs: Optional[List[str]]) -> str:
 
 def _positional_params(op, func_name, inputs, args, kwargs):
     """MXNet's generated functions take ``(inputs..., params...)`` positionally, e.g.
-    ``sym.image.crop(data, 0, 0, 3, 2)``: non-Symbol positionals after the inputs fill the
-    parameters in order (only when the op's inputs are fixed)."""
+    ``sym.image.crop(data, 0, 0, 3, 2)``: once every input is given by position, further
+    positionals fill the parameters in order (only when the op's inputs are fixed)."""
     lead = 0
     while lead < len(args) and isinstance(args[lead], Symbol):
         lead += 1
-    if lead == len(args) or inputs is None or op.key_var_num_args:
-        return args, kwargs
+    if lead == len(args) or inputs is None or op.key_var_num_args or lead < len(inputs):
+        return args, kwargs                  # a number in an input's place stays an error
     rest = list(args[lead:])
-    free = [n for n in inputs[lead:] if n not in kwargs] + list(op.params)
+    free = list(op.params)
     if len(rest) > len(free):
         raise MXNetError(f"{func_name}: too many positional arguments ({len(args)})")
     kwargs = dict(kwargs)
