@@ -55,7 +55,7 @@ def hue(img, a):
         h = np.where(vmax == r, (g - b) * k, np.where(vmax == g, (b - r) * k + 120, (r - g) * k + 240))
     h = np.where(h < 0, h + 360, h)
     h, sat = np.where(grey, 0, h), np.where(grey, 0, sat)
-    h = np.mod((h + np.float32(a) * np.float32(360)) / np.float32(60), 6).astype(np.float32)
+    h = np.mod((h + np.float32(a) * np.float32(360)) * np.float32(1 / 60), 6).astype(np.float32)
     p2 = np.where(light <= 0.5, light * (1 + sat), light + sat - light * sat)
     p1 = 2 * light - p2
     sector = np.minimum(h.astype(int), 5)
