@@ -2,7 +2,7 @@
 
 Math::
 
-    resize(x, size=(w, h))  : each image resampled with OpenCV's rules (``mxref/image/resize.py``)
+    resize(x, size=(w, h))  : each image resampled with OpenCV's rules (``resample.py``, as ``mx.image.imresize``)
     crop(x, x0, y0, w, h)   = x[..., y0:y0+h, x0:x0+w, :]   (gradient: g pasted into zeros)
     flip_left_right(x)      = x[..., :, ::-1, :]        flip_top_bottom(x) = x[..., ::-1, :, :]
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
-from ...image.resize import resize as _resample
+from .resample import resize as _resample
 from ..nn._util import backward_node, entry
 from ..registry import OpDef, Param, assign, register
 from ._common import backward_same, images, need_image
