@@ -112,6 +112,9 @@ def test_gradients():
     check_numeric_grad("_image_flip_left_right", rng.rand(3, 4, 3))
     check_numeric_grad("_image_flip_top_bottom", rng.rand(2, 3, 4, 1))
     check_numeric_grad("_image_crop", rng.rand(4, 5, 3), x=1, y=2, width=3, height=2)
+    for interp in range(5):
+        check_numeric_grad("_image_resize", rng.rand(5, 6, 2), size=(4, 7), interp=interp)
+    check_numeric_grad("_image_resize", rng.rand(2, 3, 4, 1), size=2, keep_ratio=True)
     x = mx.nd.array(rng.rand(3, 4, 3))
     x.attach_grad()
     w = mx.nd.array(rng.rand(3, 4, 3))

@@ -2,12 +2,13 @@
 
 Math::
 
-    resize(x, size=(w, h))  : each image resampled with OpenCV's rules (``resample.py``, as ``mx.image.imresize``)
+    resize(x, size=(w, h))  : each image resampled with OpenCV's rules (``resample.py``, as imresize)
     crop(x, x0, y0, w, h)   = x[..., y0:y0+h, x0:x0+w, :]   (gradient: g pasted into zeros)
     flip_left_right(x)      = x[..., :, ::-1, :]        flip_top_bottom(x) = x[..., ::-1, :, :]
 
 ``resize``'s ``size`` is ``(w, h)`` or one number: both sides, or with ``keep_ratio`` the short
-side (the long one scaled and truncated). The random flips flip with probability 1/2, one draw
+side (the long one scaled and truncated); its gradient is the resampling's transpose (float
+images; MXNet 1.9.1 declares a pass-through). The random flips flip with probability 1/2, one draw
 for the whole input. A flip's gradient is the same flip of ``g`` (MXNet 1.9.1 passes ``g``
 through unflipped); a random flip's gradient flips ``g`` exactly when forward did.
 """
@@ -16,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
-from .resample import resize as _resample
 from ..nn._util import backward_node, entry
 from ..registry import OpDef, Param, assign, register
 from ._common import backward_same, images, need_image
+from .resample import resize as _resample
+from .resample import resize_transpose
 
 _AXES = {"left_right": -2, "top_bottom": -3}
 
@@ -50,11 +52,27 @@ def _resize(octx, p, inputs, outputs, req):
     assign(outputs[0], req[0], out[0] if x.ndim == 3 else np.stack(out))
 
 
-register(OpDef("_image_resize", _resize, infer_shape=_resize_shape, doc=__doc__, params={
+def _resize_backward(octx, p, inputs, outputs, req):
+    g, x = inputs
+    h, w = x.shape[-3], x.shape[-2]
+    out = [resize_transpose(gi, h, w, p["interp"]) for gi in images(g)]
+    assign(outputs[0], req[0], out[0] if g.ndim == 3 else np.stack(out))
+
+
+def _resize_gradient(node, ograds):
+    return [entry(backward_node(node, "_backward_image_resize", [ograds[0], node.inputs[0]]))]
+
+
+RESIZE_PARAMS = {
     "size": Param("shape", (), doc="Size of new image. Could be (width, height) or (size)"),
     "keep_ratio": Param("bool", False, doc="Resize the short edge to `size` when `size` is one number."),
     "interp": Param("int", 1, choices=(0, 1, 2, 3, 4), doc="OpenCV interpolation code (0-4)."),
-}))
+}
+register(OpDef("_image_resize", _resize, infer_shape=_resize_shape, doc=__doc__, params=RESIZE_PARAMS,
+               gradient=_resize_gradient))
+register(OpDef("_backward_image_resize", _resize_backward, arguments=("ograd", "data"),
+               params=RESIZE_PARAMS, infer_shape=lambda p, s: (s, [s[1]]),
+               infer_type=lambda p, t: (t, [t[0]]), ignore_inputs=(1,)))
 
 
 def _crop_shape(p, s):
