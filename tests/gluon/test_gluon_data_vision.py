@@ -59,7 +59,7 @@ def test_resize_and_crops_against_pillow_and_numpy():
 
 def test_colour_transforms_draw_from_the_seed_and_keep_dtype():
     x = mx.nd.array(IMG, dtype="uint8")
-    for t in (transforms.RandomBrightness(0.3), transforms.RandomContrast(0.3),
+    for t in (transforms.RandomBrightness(brightness=0.3), transforms.RandomContrast(contrast=0.3),
               transforms.RandomSaturation(0.3), transforms.RandomHue(0.3),
               transforms.RandomColorJitter(0.2, 0.2, 0.2, 0.1), transforms.RandomLighting(0.5),
               transforms.RandomFlipLeftRight(), transforms.RandomFlipTopBottom()):

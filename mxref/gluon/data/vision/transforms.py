@@ -121,20 +121,64 @@ class RandomResizedCrop(Block):
         return image.random_size_crop(x, *self._args)[0]
 
 
-def _random_op(op_name: str, doc: str, factors):
-    """A HybridBlock class calling ``F.image.<op_name>(x, *factors(amount))``."""
+class _RandomEnhance(HybridBlock):
+    """``F.image.<_op>(x, max(0, 1 - amount), 1 + amount)``: a factor drawn around 1."""
+
+    _op = ""
+
     def __init__(self, amount):
-        HybridBlock.__init__(self)
-        self._args = factors(amount)
+        super().__init__()
+        self._args = (max(0, 1 - amount), 1 + amount)
 
     def hybrid_forward(self, F, x):
-        return getattr(F.image, op_name)(x, *self._args)
-
-    return {"__init__": __init__, "hybrid_forward": hybrid_forward, "__doc__": doc}
+        return getattr(F.image, self._op)(x, *self._args)
 
 
-def _around_one(amount):
-    return (max(0, 1 - amount), 1 + amount)
+class RandomBrightness(_RandomEnhance):
+    """Scale brightness by a factor from [max(0, 1 - brightness), 1 + brightness]."""
+
+    _op = "random_brightness"
+
+    def __init__(self, brightness):
+        super().__init__(brightness)
+
+
+class RandomContrast(_RandomEnhance):
+    """Scale contrast by a factor from [max(0, 1 - contrast), 1 + contrast]."""
+
+    _op = "random_contrast"
+
+    def __init__(self, contrast):
+        super().__init__(contrast)
+
+
+class RandomSaturation(_RandomEnhance):
+    """Scale saturation by a factor from [max(0, 1 - saturation), 1 + saturation]."""
+
+    _op = "random_saturation"
+
+    def __init__(self, saturation):
+        super().__init__(saturation)
+
+
+class RandomHue(_RandomEnhance):
+    """Shift hue by a factor from [max(0, 1 - hue), 1 + hue] turns (MXNet 1.9.1's range)."""
+
+    _op = "random_hue"
+
+    def __init__(self, hue):
+        super().__init__(hue)
+
+
+class RandomLighting(HybridBlock):
+    """AlexNet-style PCA lighting noise with standard deviation ``alpha``."""
+
+    def __init__(self, alpha):
+        super().__init__()
+        self._alpha = alpha
+
+    def hybrid_forward(self, F, x):
+        return F.image.random_lighting(x, self._alpha)
 
 
 class RandomFlipLeftRight(HybridBlock):
@@ -149,22 +193,6 @@ class RandomFlipTopBottom(HybridBlock):
 
     def hybrid_forward(self, F, x):
         return F.image.random_flip_top_bottom(x)
-
-
-RandomBrightness = type("RandomBrightness", (HybridBlock,), _random_op(
-    "random_brightness", "Scale brightness by a factor from [max(0, 1 - b), 1 + b].", _around_one))
-RandomContrast = type("RandomContrast", (HybridBlock,), _random_op(
-    "random_contrast", "Scale contrast by a factor from [max(0, 1 - c), 1 + c].", _around_one))
-RandomSaturation = type("RandomSaturation", (HybridBlock,), _random_op(
-    "random_saturation", "Scale saturation by a factor from [max(0, 1 - s), 1 + s].", _around_one))
-RandomHue = type("RandomHue", (HybridBlock,), _random_op(
-    "random_hue", "Shift hue by a factor from [max(0, 1 - h), 1 + h] turns (as MXNet 1.9.1).",
-    _around_one))
-RandomLighting = type("RandomLighting", (HybridBlock,), _random_op(
-    "random_lighting", "AlexNet-style PCA lighting noise with standard deviation ``alpha``.",
-    lambda alpha: (alpha,)))
-for _cls in (RandomBrightness, RandomContrast, RandomSaturation, RandomHue, RandomLighting):
-    _cls.__module__ = __name__
 
 
 class RandomColorJitter(HybridBlock):
