@@ -11,7 +11,8 @@ Math, per image, in float32, with MXNet's ``saturate_cast`` back to the dtype (u
     hue:        RGB -> HLS (OpenCV's float formulas on x / 255), H += 360 a, HLS -> RGB (* 255)
 
 ``random_color_jitter`` shuffles the four steps (one draw), then runs each whose amount is > 0
-with ``a = 1 + U[-amount, amount)`` (hue: ``a = U[-hue, hue)``). Batches draw one factor for all.
+with ``a = 1 + U[-amount, amount)`` (hue: ``a = U[-hue, hue)``). NHWC batches (which MXNet 1.9.1
+refuses for these operators) draw one factor for all their images.
 """
 from __future__ import annotations
 
