@@ -167,7 +167,8 @@ _PREFIXED = ("_contrib_", "_image_")   # ``_image_x`` -> mx.nd.image.x
 
 
 def namespace_of(name: str):
-    """``(namespace, function name)``: ``_contrib_x`` -> contrib.x, ``_x`` -> _internal, else op."""
+    """``(namespace, function name)``: ``_contrib_x`` -> contrib.x, ``_image_x`` -> image.x,
+    ``_x`` -> _internal, else op."""
     for prefix in _PREFIXED:
         if name.startswith(prefix):
             return prefix[1:-1], name[len(prefix):]
@@ -192,8 +193,8 @@ def _late_lookup(mod: types.ModuleType, space: str) -> Callable:
 
 
 def populate(package) -> None:
-    """Create ``package.op``, ``package._internal`` and ``package.contrib`` and fill them (and
-    ``package`` itself with the public ops) from every registered operator."""
+    """Create ``package.op``, ``package._internal``, ``package.contrib`` and ``package.image`` and
+    fill them (and ``package`` itself with the public ops) from every registered operator."""
     spaces = {}
     for space in ("op", "_internal", "contrib", "image"):
         mod = getattr(package, space, None)
