@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..base import MXNetError
+from ..ops.image.resample import resize
 from ..recordio import _image_codec
-from .resize import resize
 
 __all__ = ["imdecode", "imread", "imresize", "resize_short", "scale_down", "fixed_crop", "center_crop",
            "random_crop", "random_size_crop", "color_normalize", "copyMakeBorder"]

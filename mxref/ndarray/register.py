@@ -171,12 +171,12 @@ def _bind_inputs(op: OpDef, params: dict, named: Dict[str, object], lead: tuple 
     return [named[n] for n in names]
 
 
-_PREFIXED = ("contrib", "linalg")     # ``_<space>_x`` -> ``mx.nd.<space>.x``, as MXNet sorts them
+_PREFIXED = ("contrib", "linalg", "image")   # ``_<space>_x`` -> ``mx.nd.<space>.x``, as MXNet sorts them
 
 
 def namespace_of(name: str):
     """``(namespace, function name)``: ``_contrib_x`` -> contrib.x, ``_linalg_x`` -> linalg.x,
-    ``_x`` -> _internal, else op."""
+    ``_image_x`` -> image.x, ``_x`` -> _internal, else op."""
     for space in _PREFIXED:
         if name.startswith(f"_{space}_"):
             return space, name[len(space) + 2:]
@@ -201,8 +201,9 @@ def _late_lookup(mod: types.ModuleType, space: str) -> Callable:
 
 
 def populate(package) -> None:
-    """Create ``package.op``, ``package._internal``, ``package.contrib`` and ``package.linalg`` and
-    fill them (and ``package`` itself with the public ops) from every registered operator."""
+    """Create ``package.op``, ``package._internal``, ``package.contrib``, ``package.linalg`` and
+    ``package.image`` and fill them (and ``package`` itself with the public ops) from every
+    registered operator."""
     spaces = {}
     for space in ("op", "_internal", *_PREFIXED):
         mod = getattr(package, space, None)

@@ -115,3 +115,15 @@ def test_vision_digits():
     x, y = next(iter(gdata.DataLoader(ds, batch_size=16)))
     assert x.shape == (16, 1, 8, 8) and y.shape == (16,)
     assert 0 <= x.asnumpy().min() and x.asnumpy().max() <= 1 and set(y.asnumpy()) <= set(range(10))
+
+
+def test_dataloader_thread_pool_pin_memory_and_auto_reload():
+    """``thread_pool=True`` loads with threads, in sampler order; ``pin_memory`` gives batches on
+    ``cpu_pinned(pin_device_id)``; ``auto_reload`` is accepted (MXNet 1.9.1's argument)."""
+    data = mx.gluon.data.ArrayDataset(np.arange(23, dtype=np.float32).reshape(23, 1))
+    loader = mx.gluon.data.DataLoader(data, batch_size=5, num_workers=3, thread_pool=True,
+                                      auto_reload=True)
+    got = np.concatenate([b.asnumpy() for b in loader])
+    np.testing.assert_array_equal(got[:, 0], np.arange(23))
+    pinned = mx.gluon.data.DataLoader(data, batch_size=8, pin_memory=True)
+    assert all(b.context == mx.cpu_pinned(0) for b in pinned)

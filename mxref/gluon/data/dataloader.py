@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import collections
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
 import numpy as np
 
+from ... import context
 from ... import engine as _engine
 from ... import ndarray as nd
 from ...ndarray.ndarray import NDArray
@@ -40,6 +42,15 @@ def _to_nd(batch):
     # NOTE: numpy samples keep their dtype (float64, int64), NDArray samples stay NDArray-typed,
     # as in MXNet 1.9.1.
     return nd.array(batch, dtype=batch.dtype)
+
+
+def _pin(batch, device_id: int):
+    """``pin_memory=True``: the batch's NDArrays on ``cpu_pinned(device_id)``, as MXNet's loader gives."""
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_pin(b, device_id) for b in batch)
+    if isinstance(batch, NDArray):
+        return batch.as_in_context(context.cpu_pinned(device_id))
+    return batch
 
 
 def default_batchify_fn(data):
@@ -90,6 +101,12 @@ class DataLoader:
         Turns a list of samples into a batch (default: ``default_batchify_fn``).
     num_workers : int
         Worker processes (0: load in the main process).
+    thread_pool : bool
+        Use ``num_workers`` threads instead of processes.
+    pin_memory, pin_device_id : bool, int
+        Return batches on ``cpu_pinned(pin_device_id)``.
+    auto_reload : bool
+        Accepted for MXNet compatibility; workers start on the first iteration either way.
     prefetch : int, optional
         Batches loaded ahead by the workers (default ``2 * num_workers``).
     timeout : int
@@ -99,8 +116,11 @@ class DataLoader:
     def __init__(self, dataset, batch_size: Optional[int] = None, shuffle: bool = False, sampler=None,
                  last_batch: Optional[str] = None, batch_sampler=None, batchify_fn=None, num_workers: int = 0,
                  pin_memory: bool = False, pin_device_id: int = 0, prefetch: Optional[int] = None,
-                 thread_pool: bool = False, timeout: int = 120):
+                 thread_pool: bool = False, timeout: int = 120, auto_reload: bool = False):
         self._dataset = dataset
+        self._pin = pin_memory
+        self._pin_device_id = pin_device_id
+        self._thread_pool = thread_pool
         self._timeout = timeout
         if batch_sampler is None:
             if batch_size is None:
@@ -119,8 +139,6 @@ class DataLoader:
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._batchify_fn = batchify_fn
         self._pool = None
-        if thread_pool:
-            raise ValueError("DataLoader: thread_pool=True is not supported; use worker processes")
 
     def __len__(self) -> int:
         return len(self._batch_sampler)
@@ -128,10 +146,32 @@ class DataLoader:
     def __iter__(self):
         if self._num_workers == 0:
             batchify = self._batchify_fn or default_batchify_fn
-            for batch in self._batch_sampler:
-                yield batchify([self._dataset[i] for i in batch])
-            return
-        yield from self._iter_workers()
+            batches = (batchify([self._dataset[i] for i in batch]) for batch in self._batch_sampler)
+        elif self._thread_pool:
+            batches = self._iter_threads()
+        else:
+            batches = self._iter_workers()
+        for batch in batches:
+            yield _pin(batch, self._pin_device_id) if self._pin else batch
+
+    def _iter_threads(self):
+        """``thread_pool=True``: threads of this process read and stack the samples (the dataset
+        is shared, not copied); batches come out in sampler order."""
+        batchify = self._batchify_fn or default_batchify_fn
+        with ThreadPoolExecutor(self._num_workers) as threads:
+            pending = collections.deque()
+            batches = iter(self._batch_sampler)
+            for batch in itertools.islice(batches, self._prefetch + 1):
+                pending.append(threads.submit(self._load, batch, batchify))
+            while pending:
+                result = pending.popleft().result(self._timeout)
+                nxt = next(batches, None)
+                if nxt is not None:
+                    pending.append(threads.submit(self._load, nxt, batchify))
+                yield result
+
+    def _load(self, indices, batchify):
+        return batchify([self._dataset[i] for i in indices])
 
     def _iter_workers(self):
         if self._pool is None or self._pool.closed:

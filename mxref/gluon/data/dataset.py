@@ -1,11 +1,12 @@
-"""Datasets: ``Dataset`` (indexable samples plus transforms), ``SimpleDataset``, ``ArrayDataset``."""
+"""Datasets: ``Dataset`` (indexable samples plus transforms), ``SimpleDataset``, ``ArrayDataset``,
+``RecordFileDataset``."""
 from __future__ import annotations
 
 from typing import Callable
 
 from ...ndarray.ndarray import NDArray
 
-__all__ = ["Dataset", "SimpleDataset", "ArrayDataset"]
+__all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
 class Dataset:
@@ -99,3 +100,21 @@ class ArrayDataset(Dataset):
     def __len__(self) -> int:
         return self._length
 
+
+
+class RecordFileDataset(Dataset):
+    """The raw records of a RecordIO file ``filename`` (``.rec``) with its index (``.idx`` beside it)."""
+
+    def __init__(self, filename: str):
+        import os
+
+        from ...recordio import MXIndexedRecordIO
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        self._record = MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self) -> int:
+        return len(self._record.keys)

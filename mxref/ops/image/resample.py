@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["resize"]
+__all__ = ["resize", "resize_transpose"]
 
 
 def _clamp_taps(index: np.ndarray, size: int) -> np.ndarray:
@@ -92,3 +92,10 @@ def resize(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
         info = np.iinfo(img.dtype)
         return np.clip(np.rint(out), info.min, info.max).astype(img.dtype)
     return out.astype(img.dtype)
+
+
+def resize_transpose(grad: np.ndarray, h_in: int, w_in: int, interp: int) -> np.ndarray:
+    """The adjoint of ``resize`` (its gradient): an h x w x C gradient back to ``h_in`` x ``w_in``."""
+    wy = _FILTERS[interp](grad.shape[0], h_in)
+    wx = _FILTERS[interp](grad.shape[1], w_in)
+    return np.einsum("ij,ilc,lk->jkc", wy, grad.astype(np.float64), wx, optimize=True).astype(grad.dtype)

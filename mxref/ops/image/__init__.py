@@ -1,0 +1,1 @@
+"""Image operators (``mx.nd.image.*`` / ``mx.sym.image.*``): tensor conversion, geometry, colour."""
