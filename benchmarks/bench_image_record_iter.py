@@ -35,7 +35,8 @@ def pack(folder, n=500):
     yy, xx = np.mgrid[0:64, 0:64]
     for i in range(n):
         base = rs.randint(0, 255, (1, 1, 3))
-        img = np.clip(base + 40 * np.sin((xx + i) / 7.0)[..., None] + rs.randint(-20, 20, (64, 64, 3)), 0, 255)
+        noise = rs.randint(-20, 20, (64, 64, 3))
+        img = np.clip(base + 40 * np.sin((xx + i) / 7.0)[..., None] + noise, 0, 255)
         buf = io.BytesIO()
         Image.fromarray(img.astype(np.uint8)).save(buf, "JPEG", quality=90)
         rec.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, float(i % 10), i, 0), buf.getvalue()))
@@ -48,8 +49,8 @@ def measure(side, folder, threads, rounds):
         import mxnet as mx
     else:
         import mxref as mx
-    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(folder, "b.rec"), path_imgidx=os.path.join(folder, "b.idx"),
-                               preprocess_threads=threads, **KW)
+    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(folder, "b.rec"),
+                               path_imgidx=os.path.join(folder, "b.idx"), preprocess_threads=threads, **KW)
     rates = []
     for r in range(rounds + 1):
         it.reset()
