@@ -18,8 +18,8 @@ from . import (
     engine,
     executor,
     gluon,
-    image,
     graph,
+    image,
     initializer,
     io,
     kvstore,
@@ -42,6 +42,7 @@ from . import (
     symbol,
     visualization,
 )
+from . import image as img
 from . import initializer as init
 from . import kvstore as kv
 from . import module as mod
