@@ -11,10 +11,11 @@ Supported parameters: ``path_imgrec``, ``path_imgidx``, ``path_imglist``, ``data
 ``batch_size``, ``label_width``, ``shuffle``, ``seed``, ``rand_crop``, ``rand_mirror``, ``mirror``,
 ``resize``, ``inter_method`` (0-4, 9, 10), ``mean_r/g/b``, ``std_r/g/b``, ``scale``,
 ``preprocess_threads``, ``prefetch_buffer``, ``num_parts``, ``part_index``, ``round_batch``,
-``data_name``, ``label_name``, ``dtype`` ('float32'), ``verbose``. MXNet's other augmentation
-parameters (``max_rotate_angle``, ``max_shear_ratio``, ``random_resized_crop``, ``pad``,
-``brightness``, ...) raise MXNetError when set to anything but their default, rather than being
-ignored.
+``data_name``, ``label_name``, ``dtype`` ('float32'), ``verbose``, ``seed_aug`` (the augmentation
+seed, ``seed`` when None). Unknown names are accepted with a logged warning, as MXNet accepts
+them. MXNet's other augmentation parameters (``max_rotate_angle``, ``max_shear_ratio``,
+``random_resized_crop``, ``pad``, ``brightness``, ...) raise MXNetError when set to anything but
+their default, rather than being ignored.
 
 Randomness: each record's crop and flip come from a generator seeded by ``(seed, epoch, record
 position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from MXNet's
@@ -27,6 +28,7 @@ the last batch and reports the number of filler rows in ``pad``.
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +48,7 @@ _SUPPORTED = dict(path_imgidx="", path_imglist="", label_width=1, shuffle=False,
                   rand_mirror=False, mirror=False, resize=-1, inter_method=1, mean_r=0.0, mean_g=0.0,
                   mean_b=0.0, std_r=1.0, std_g=1.0, std_b=1.0, scale=1.0, preprocess_threads=4,
                   prefetch_buffer=4, num_parts=1, part_index=0, round_batch=True, data_name="data",
-                  label_name="softmax_label", dtype="float32", verbose=True)
+                  label_name="softmax_label", dtype="float32", verbose=True, seed_aug=None)
 # MXNet parameters with their defaults: accepted at the default, refused otherwise
 _UNSUPPORTED = dict(max_rotate_angle=0, max_shear_ratio=0.0, rotate=-1, max_random_scale=1.0,
                     min_random_scale=1.0, max_aspect_ratio=0.0, min_aspect_ratio=None, max_img_size=1e10,
@@ -54,7 +56,7 @@ _UNSUPPORTED = dict(max_rotate_angle=0, max_shear_ratio=0.0, rotate=-1, max_rand
                     max_crop_size=-1, min_crop_size=-1, pad=0, fill_value=255, brightness=0.0, contrast=0.0,
                     saturation=0.0, pca_noise=0.0, random_h=0, random_s=0, random_l=0, rotate_list=None,
                     max_random_contrast=0.0, max_random_illumination=0.0, mean_img="", mean_a=0.0, std_a=1.0,
-                    shuffle_chunk_size=0, shuffle_chunk_seed=0, seed_aug=None, ctx="cpu")
+                    shuffle_chunk_size=0, shuffle_chunk_seed=0, ctx="cpu")
 _RAND_MAGIC = 111     # mixed into every seed so seed=0 is not numpy's 0 stream
 
 
@@ -68,7 +70,9 @@ def _check_kwargs(kwargs):
                 raise MXNetError(f"ImageRecordIter: parameter {k}={v!r} is not supported by mxref "
                                  f"(only its default {_UNSUPPORTED[k]!r}); supported: {sorted(_SUPPORTED)}")
         else:
-            raise MXNetError(f"ImageRecordIter: unknown parameter {k!r}")
+            # NOTE: MXNet's parameter parser accepts unknown names silently (its own test_io.py passes
+            # a misspelt ``and_mirror``); mxref accepts them too, but says so
+            logging.warning("ImageRecordIter: ignoring unknown parameter %r", k)
     if params["dtype"] not in ("float32", np.float32):
         raise MXNetError(f"ImageRecordIter: dtype must be 'float32', got {params['dtype']!r}")
     return params
@@ -184,7 +188,8 @@ class ImageRecordIter(DataIter):
         return order
 
     def _rng(self, epoch, pos):
-        return np.random.default_rng((self.p["seed"], _RAND_MAGIC, epoch, pos))
+        seed = self.p["seed"] if self.p["seed_aug"] is None else self.p["seed_aug"]
+        return np.random.default_rng((seed, _RAND_MAGIC, epoch, pos))
 
     def _produce(self, epoch, start, q, stop):
         """Background producer: puts (data, label, pad) batches, then (None, next start, exc)."""
