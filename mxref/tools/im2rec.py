@@ -156,7 +156,8 @@ def parse_args(argv=None):
     p.add_argument("--center-crop", action="store_true", help="crop the center square first")
     p.add_argument("--quality", type=int, default=95, help="JPEG quality 1-100 (PNG compression 1-9)")
     p.add_argument("--num-thread", type=int, default=1, help="encoding threads")
-    p.add_argument("--color", type=int, default=1, choices=[-1, 0, 1], help="1 color, 0 gray, -1 as is")
+    p.add_argument("--color", type=int, default=1, choices=[-1, 0, 1],
+                   help="1 color, 0 gray, -1 as is (mxref drops an alpha channel: as 1)")
     p.add_argument("--encoding", type=str, default=".jpg", choices=[".jpg", ".png"], help="image encoding")
     p.add_argument("--pack-label", action="store_true", help="pack multi-dimensional labels")
     args = p.parse_args(argv)

@@ -71,7 +71,8 @@ def test_shuffle_parts_and_multilabel(tmp_path):
 
 
 def test_augmenters_and_errors():
-    """kwargs build the CreateAugmenter chain; bad data_shape raises as MXNet does."""
+    """kwargs build the CreateAugmenter chain; bad data_shape raises as MXNet does; mx.img is mx.image."""
+    assert mx.img is mx.image and mx.img.ImageIter is mx.image.ImageIter
     it = mx.image.ImageIter(2, (3, 4, 4), path_imgrec=REC, rand_crop=True, rand_mirror=True,
                             mean=True, std=True)
     assert [type(a).__name__ for a in it.auglist][-1] == "ColorNormalizeAug"
