@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -149,8 +150,18 @@ class ImageRecordIter(DataIter):
                              f"label_width is {lw}")
         return lab
 
-    def process(self, raw: bytes, rng: np.random.Generator):
+    def process(self, raw: bytes, rng: random.Random):
         """One record -> (CxHxW float32 image, label): decode, resize, crop, mirror, normalize."""
+        img, label = self._augment(raw, rng)
+        return self._normalize(img[None])[0], label
+
+    def _normalize(self, imgs: np.ndarray) -> np.ndarray:
+        """NxHxWxC uint8 -> NxCxHxW float32 ``(pixel - mean) * scale / std``, for a whole batch at once."""
+        out = (imgs.astype(np.float32) - self._mean) * self._mult
+        return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+    def _augment(self, raw: bytes, rng: random.Random):
+        """One record -> (HxWxC uint8 crop, possibly mirrored, label)."""
         p, (c, h, w) = self.p, self.data_shape
         header, payload = recordio.unpack(raw)
         img = _decode(payload, 1 if c == 3 else 0, True)
@@ -172,14 +183,13 @@ class ImageRecordIter(DataIter):
         ih, iw = img.shape[:2]
         y, x = ih - h, iw - w
         if p["rand_crop"]:
-            y, x = int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))
+            y, x = rng.randint(0, y), rng.randint(0, x)
         else:
             y, x = y // 2, x // 2
         img = img[y:y + h, x:x + w]
         if p["mirror"] or (p["rand_mirror"] and rng.random() < 0.5):
             img = img[:, ::-1]
-        out = (img.astype(np.float32) - self._mean) * self._mult
-        return np.ascontiguousarray(out.transpose(2, 0, 1)), self._label(header)
+        return img, self._label(header)
 
     # -- batches -------------------------------------------------------------------------------------
     def _epoch_order(self, epoch):
@@ -190,7 +200,8 @@ class ImageRecordIter(DataIter):
 
     def _rng(self, epoch, pos):
         seed = self.p["seed"] if self.p["seed_aug"] is None else self.p["seed_aug"]
-        return np.random.default_rng((seed, _RAND_MAGIC, epoch, pos))
+        # one small generator per record: cheap to seed, and independent of which thread runs it
+        return random.Random(((seed * 1_000_003 + _RAND_MAGIC) * 1_000_003 + epoch) * 1_000_003 + pos)
 
     def _produce(self, epoch, start, q, stop):
         """Background producer: puts (data, label, pad) batches, then (None, next start, exc)."""
@@ -208,12 +219,16 @@ class ImageRecordIter(DataIter):
                     picks += [(nxt[j], epoch + 1) for j in range(pad)]
                     next_start = pad
                 raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
-                done = list(self._pool.map(lambda r: self.process(r[0], self._rng(r[2], r[1])), raws))
-                data = np.zeros((bs,) + self.data_shape, np.float32)
+                done = list(self._pool.map(lambda r: self._augment(r[0], self._rng(r[2], r[1])), raws))
+                c, h, w = self.data_shape
+                pixels = np.zeros((bs, h, w, c), np.uint8)
                 label = np.zeros(self.provide_label[0].shape, np.float32)
                 for k, (img, lab) in enumerate(done):
-                    data[k] = img
+                    pixels[k] = img
                     label[k] = lab if label.ndim == 2 else lab[0]
+                data = self._normalize(pixels)
+                if pad and not self.p["round_batch"]:
+                    data[bs - pad:] = 0          # filler rows are zeros, not normalized black
                 q.put((data, label, pad))
                 i += bs
             q.put((None, next_start, None))
