@@ -19,8 +19,8 @@ from . import (
     engine,
     executor,
     gluon,
-    image,
     graph,
+    image,
     initializer,
     io,
     kvstore,
@@ -45,6 +45,7 @@ from . import (
     util,
     visualization,
 )
+from . import image as img
 from . import initializer as init
 from . import kvstore as kv
 from . import module as mod

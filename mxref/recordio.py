@@ -14,6 +14,7 @@ are interchangeable with MXNet. An index file (``.idx``) holds one ``key\\toffse
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import os
 import struct
@@ -341,8 +342,12 @@ def unpack(s: bytes) -> Tuple[IRHeader, bytes]:
     return header, s
 
 
+@functools.lru_cache(maxsize=None)
 def _image_codec():
-    """OpenCV if importable, else Pillow; images in RecordIO are encoded files (JPEG, PNG)."""
+    """OpenCV if importable, else Pillow; images in RecordIO are encoded files (JPEG, PNG).
+
+    Cached: a failed ``import cv2`` searches the whole path again on every call (~0.3 ms), which
+    would cost more than decoding a small image."""
     try:
         import cv2
         return "cv2", cv2

@@ -15,3 +15,6 @@ from .resize_iter import ResizeIter
 
 __all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter", "CSVIter", "MNISTIter", "ResizeIter",
            "PrefetchingIter", "DigitsIter", "DigitsDataset", "load_digits", "LibSVMIter"]
+from .image_record_iter import ImageRecordIter  # noqa: E402
+
+__all__ += ["ImageRecordIter"]

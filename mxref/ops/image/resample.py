@@ -17,6 +17,8 @@ uint8 results are rounded to nearest and saturated.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 __all__ = ["resize", "resize_transpose"]
@@ -83,11 +85,25 @@ _FILTERS = {0: _nearest, 1: _linear, 3: _area,
             4: lambda o, i: _kernel_weights(o, i, 8, _lanczos4)}
 
 
+@functools.lru_cache(maxsize=512)
+def _weights(interp: int, n_out: int, n_in: int) -> np.ndarray:
+    # cached: an image pipeline resizes many images between the same few sizes, and building the
+    # matrix (np.add.at) costs more than applying it to a small image
+    w = _FILTERS[interp](n_out, n_in)
+    w.flags.writeable = False
+    return w
+
+
 def resize(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
     """Resize an HxWxC array to ``h`` x ``w`` with OpenCV's interpolation code ``interp`` (0-4)."""
-    wy = _FILTERS[interp](h, img.shape[0])
-    wx = _FILTERS[interp](w, img.shape[1])
-    out = np.einsum("ij,jkc,lk->ilc", wy, img.astype(np.float64), wx, optimize=True)
+    wy = _weights(interp, h, img.shape[0])
+    wx = _weights(interp, w, img.shape[1])
+    # rows then columns as two 2-D BLAS products (einsum's path search, or a batched matmul, costs
+    # more than the arithmetic on a small image)
+    src = img.astype(np.float64)
+    rows = (wy @ src.reshape(src.shape[0], -1)).reshape(h, src.shape[1], -1)          # (h, W, C)
+    cols = wx @ rows.transpose(1, 0, 2).reshape(src.shape[1], -1)                      # (w, h*C)
+    out = cols.reshape(w, h, -1).transpose(1, 0, 2)
     if np.issubdtype(img.dtype, np.integer):
         info = np.iinfo(img.dtype)
         return np.clip(np.rint(out), info.min, info.max).astype(img.dtype)

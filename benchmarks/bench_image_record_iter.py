@@ -1,0 +1,93 @@
+"""ImageRecordIter throughput: decode + augment images/s, mxref against MXNet 1.9.1.
+
+500 JPEG images 64x64 (random smooth content, quality 90) are packed once into a ``.rec``/``.idx``;
+each system then iterates full epochs with batch 32, ``resize=60``, ``rand_crop``, ``rand_mirror``,
+mean/std normalization, ``data_shape=(3, 56, 56)`` and ``preprocess_threads=N``. Reported: the
+median images/s over the rounds (one epoch each, after a warm-up epoch), and mxref / MXNet.
+
+    python benchmarks/bench_image_record_iter.py [--threads 2] [--rounds 5] [--mxnet /path/python]
+
+The MXNet side runs this same file under the other interpreter with ``--side mxnet``.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+KW = dict(data_shape=(3, 56, 56), batch_size=32, resize=60, rand_crop=True, rand_mirror=True,
+          mean_r=123.0, mean_g=117.0, mean_b=104.0, std_r=58.0, std_g=57.0, std_b=57.0)
+
+
+def pack(folder, n=500):
+    """Write n 64x64 JPEG records with mxref's recordio (the same bytes MXNet's would hold)."""
+    import numpy as np
+    from PIL import Image
+
+    import mxref as mx
+    rs = np.random.RandomState(0)
+    rec = mx.recordio.MXIndexedRecordIO(os.path.join(folder, "b.idx"), os.path.join(folder, "b.rec"), "w")
+    yy, xx = np.mgrid[0:64, 0:64]
+    for i in range(n):
+        base = rs.randint(0, 255, (1, 1, 3))
+        noise = rs.randint(-20, 20, (64, 64, 3))
+        img = np.clip(base + 40 * np.sin((xx + i) / 7.0)[..., None] + noise, 0, 255)
+        buf = io.BytesIO()
+        Image.fromarray(img.astype(np.uint8)).save(buf, "JPEG", quality=90)
+        rec.write_idx(i, mx.recordio.pack(mx.recordio.IRHeader(0, float(i % 10), i, 0), buf.getvalue()))
+    rec.close()
+
+
+def measure(side, folder, threads, rounds):
+    """Images/s of each round (one full epoch) with ``side``'s ImageRecordIter."""
+    if side == "mxnet":
+        import mxnet as mx
+    else:
+        import mxref as mx
+    it = mx.io.ImageRecordIter(path_imgrec=os.path.join(folder, "b.rec"),
+                               path_imgidx=os.path.join(folder, "b.idx"), preprocess_threads=threads, **KW)
+    rates = []
+    for r in range(rounds + 1):
+        it.reset()
+        t0, n = time.perf_counter(), 0
+        for batch in it:
+            batch.data[0].asnumpy()
+            n += KW["batch_size"] - batch.pad
+        if r:                       # round 0 warms up (threads, caches)
+            rates.append(n / (time.perf_counter() - t0))
+    return rates
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--mxnet", default="/work/ref/mxvenv/bin/python", help="the MXNet 1.9.1 interpreter")
+    ap.add_argument("--side", choices=["mxref", "mxnet"], default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--folder", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.side:
+        print(json.dumps(measure(a.side, a.folder, a.threads, a.rounds)))
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        pack(folder)
+        ours = statistics.median(measure("mxref", folder, a.threads, a.rounds))
+        print(f"mxref        {ours:10,.0f} images/s  (threads={a.threads}, median of {a.rounds} epochs)")
+        if not os.path.exists(a.mxnet):
+            print("MXNet interpreter not found: no ratio")
+            return
+        out = subprocess.run([a.mxnet, os.path.abspath(__file__), "--side", "mxnet", "--folder", folder,
+                              "--threads", str(a.threads), "--rounds", str(a.rounds)],
+                             capture_output=True, text=True, check=True).stdout
+        theirs = statistics.median(json.loads(out.strip().splitlines()[-1]))
+        print(f"MXNet 1.9.1  {theirs:10,.0f} images/s")
+        print(f"mxref / MXNet: {ours / theirs:.2f}x (target >= 0.8x)")
+
+
+if __name__ == "__main__":
+    main()
