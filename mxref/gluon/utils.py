@@ -1,13 +1,17 @@
-"""Gluon helpers: split a batch across devices (``split_and_load``), ``clip_global_norm``, ``check_sha1``."""
+"""Gluon helpers: split a batch across devices (``split_and_load``), ``clip_global_norm``, ``check_sha1``, ``download``."""
 from __future__ import annotations
 
 import hashlib
+import os
+import ssl
+import urllib.request
 import warnings
 from typing import List, Sequence
 
 import numpy as np
 
 from .. import ndarray as nd
+from ..base import MXNetError
 from ..ndarray.ndarray import NDArray
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1"]
@@ -70,3 +74,40 @@ def check_sha1(filename: str, sha1_hash: str) -> bool:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             sha1.update(chunk)
     return sha1.hexdigest() == sha1_hash
+
+
+def download(url: str, path: str = None, overwrite: bool = False, sha1_hash: str = None,
+             retries: int = 5, verify_ssl: bool = True) -> str:
+    """Fetch ``url`` to ``path`` (a file, or a folder to put it in; default: the URL's file name
+    in the working directory) and return the file name. An existing file is kept unless
+    ``overwrite`` or its SHA-1 differs from ``sha1_hash``. Without a network this raises
+    ``MXNetError`` naming the URL and the target, after ``retries`` tries.
+    """
+    fname = url.split("/")[-1]
+    if path is not None:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, fname) if os.path.isdir(path) else path
+    if retries < 1:
+        raise MXNetError(f"download: retries must be >= 1, got {retries}")
+    if os.path.exists(fname) and not overwrite and (sha1_hash is None or check_sha1(fname, sha1_hash)):
+        return fname
+    os.makedirs(os.path.dirname(os.path.abspath(fname)), exist_ok=True)
+    context = None if verify_ssl else ssl._create_unverified_context()
+    last = None
+    for _ in range(retries):
+        try:
+            with urllib.request.urlopen(url, context=context, timeout=30) as resp:
+                data = resp.read()
+        except OSError as err:                     # URLError, refused, DNS failure, timeout
+            last = err
+            continue
+        tmp = f"{fname}.part"                      # never leave a half-written file under fname
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, fname)
+        if sha1_hash and not check_sha1(fname, sha1_hash):
+            raise MXNetError(f"download: {fname} from {url} does not match the expected SHA-1 "
+                             f"{sha1_hash}; the file may be corrupted or outdated")
+        return fname
+    raise MXNetError(f"download: cannot fetch {url} to {fname} after {retries} tries "
+                     f"(no network?): {last}")

@@ -15,7 +15,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.S)
                     reason="mxref/__init__.py does not export mod, callback and model yet")
 def test_tutorial_blocks_run():
     """Every python block of the Module tutorial runs and its asserts pass."""
-    assert len(BLOCKS) == 5
+    assert len(BLOCKS) == 6
     scope = {}
     for i, block in enumerate(BLOCKS):
         exec(compile(block, f"module.md block {i}", "exec"), scope)
