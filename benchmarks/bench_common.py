@@ -172,19 +172,6 @@ def import_system(system: str):
     return mx
 
 
-def median_ms(fn, repeats: int) -> float:
-    """Median milliseconds of ``repeats`` calls of ``fn`` after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    mid = len(times) // 2
-    return 1e3 * (times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2)
-
-
 def interleaved_runs(script: str, systems, worker_args, rounds: int, env=None, timeout: float = 1200,
                      tail: int = 1500) -> dict:
     """``{system: [the JSON line of each run]}``: ``script --worker <system> *worker_args`` under
