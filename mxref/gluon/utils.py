@@ -1,4 +1,4 @@
-"""Gluon helpers: split a batch across devices (``split_and_load``), ``clip_global_norm``, ``check_sha1``, ``download``."""
+"""Gluon helpers: ``split_and_load`` across devices, ``clip_global_norm``, ``check_sha1``, ``download``."""
 from __future__ import annotations
 
 import hashlib
