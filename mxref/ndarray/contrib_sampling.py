@@ -27,8 +27,14 @@ def rand_zipfian(true_classes: NDArray, num_sampled: int, range_max: int, ctx=No
     if not isinstance(true_classes, NDArray):
         raise MXNetError(f"rand_zipfian: true_classes must be an NDArray, got {type(true_classes).__name__}")
     ctx = ctx if ctx is not None else true_classes.context
+    rand = uniform(0, math.log(range_max + 1), shape=(num_sampled,), dtype="float64", ctx=ctx)
+    return zipfian_from_uniform(rand, true_classes, num_sampled, range_max)
+
+
+def zipfian_from_uniform(rand, true_classes, num_sampled: int, range_max: int):
+    """The classes and expected counts from ``rand ~ U[0, log(range_max + 1))``; ``rand`` and
+    ``true_classes`` are NDArrays or Symbols alike (``mx.sym.contrib.rand_zipfian`` shares this)."""
     log_range = math.log(range_max + 1)
-    rand = uniform(0, log_range, shape=(num_sampled,), dtype="float64", ctx=ctx)
     # The modulo keeps the rare exp(u) - 1 == range_max inside [0, range_max).
     sampled_classes = (rand.exp() - 1).astype("int64") % range_max
     true = true_classes.astype("float64")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ..base import MXNetError
+from ..ndarray.contrib_sampling import zipfian_from_uniform
 from .register import wrapper
 from .symbol import Symbol
 
@@ -19,11 +20,6 @@ def rand_zipfian(true_classes: Symbol, num_sampled: int, range_max: int):
     """``(sampled_classes (int64), expected_count_true, expected_count_sampled)`` as Symbols."""
     if not isinstance(true_classes, Symbol):
         raise MXNetError(f"rand_zipfian: true_classes must be a Symbol, got {type(true_classes).__name__}")
-    log_range = math.log(range_max + 1)
-    rand = wrapper("_random_uniform")(low=0, high=log_range, shape=(num_sampled,), dtype="float64")
-    sampled_classes = (rand.exp() - 1).astype("int64") % range_max
-    true = true_classes.astype("float64")
-    expected_count_true = ((true + 2.0) / (true + 1.0)).log() / log_range * num_sampled
-    sampled = sampled_classes.astype("float64")
-    expected_count_sampled = ((sampled + 2.0) / (sampled + 1.0)).log() / log_range * num_sampled
-    return sampled_classes, expected_count_true, expected_count_sampled
+    rand = wrapper("_random_uniform")(low=0, high=math.log(range_max + 1), shape=(num_sampled,),
+                                      dtype="float64")
+    return zipfian_from_uniform(rand, true_classes, num_sampled, range_max)
