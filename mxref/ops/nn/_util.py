@@ -74,3 +74,10 @@ def matmul_into(out: np.ndarray, req: str, a: np.ndarray, b: np.ndarray) -> None
         out += a @ b
     else:
         out[...] = a @ b
+
+
+def normalized_dx(w: np.ndarray, xhat: np.ndarray, std: np.ndarray, axis) -> np.ndarray:
+    """The input gradient of a normalisation ``xhat = (x - mean) / std`` taken over ``axis``, given
+    ``w`` = the head gradient times the scale: ``(w - mean(w) - xhat * mean(w * xhat)) / std``
+    (LayerNorm, GroupNorm and InstanceNorm share it)."""
+    return (w - w.mean(axis=axis, keepdims=True) - xhat * (w * xhat).mean(axis=axis, keepdims=True)) / std

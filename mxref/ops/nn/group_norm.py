@@ -17,7 +17,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
-from ._util import backward_node, entry, merge_shape, out_entries, uniform_type
+from ._util import backward_node, entry, merge_shape, normalized_dx, out_entries, uniform_type
 
 PARAMS = {
     "num_groups": Param("int", 1, doc="Total number of groups."),
@@ -42,7 +42,7 @@ def group_backward(g, x, gamma, mean, std):
     mean, std = mean[:, :, None], std[:, :, None]
     xhat = (xg - mean) / std
     w = gg * gamma.reshape(1, -1, 1)
-    dx = (w - w.mean(axis=2, keepdims=True) - xhat * (w * xhat).mean(axis=2, keepdims=True)) / std
+    dx = normalized_dx(w, xhat, std, axis=2)
     return dx.reshape(x.shape), (gg * xhat).sum(axis=(0, 2)), gg.sum(axis=(0, 2))
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
-from ._util import backward_node, entry, merge_shape, out_entries, uniform_type
+from ._util import backward_node, entry, merge_shape, normalized_dx, out_entries, uniform_type
 
 PARAMS = {
     "axis": Param("int", -1, doc="The axis to perform layer normalization on."),
@@ -61,7 +61,7 @@ def backward(octx, p, inputs, outputs, req):
     others = tuple(i for i in range(x.ndim) if i != ax)
     xhat = (x - mean) / std
     gg = g * gamma.reshape(_bshape(p, x))
-    dx = (gg - gg.mean(axis=ax, keepdims=True) - xhat * (gg * xhat).mean(axis=ax, keepdims=True)) / std
+    dx = normalized_dx(gg, xhat, std, axis=ax)
     assign(outputs[0], req[0], dx)
     assign(outputs[1], req[1], (g * xhat).sum(axis=others))
     assign(outputs[2], req[2], g.sum(axis=others))
