@@ -15,11 +15,9 @@ parameters get weight decay by default (not ``*_gamma``, unlike the other optimi
 """
 from __future__ import annotations
 
-import numpy
-
 from .. import ndarray as nd
 from .optimizer import Optimizer, register
-from .sgd import _aggregation_size, _flatten, _MomentumMixin
+from .sgd import _aggregation_size, _GroupedSGDMixin, _MomentumMixin
 
 __all__ = ["LARS"]
 
@@ -27,7 +25,7 @@ _NO_LARS = ("gamma", "beta", "bias")
 
 
 @register
-class LARS(_MomentumMixin, Optimizer):
+class LARS(_GroupedSGDMixin, _MomentumMixin, Optimizer):
     """The LARS optimizer (``mx.optimizer.LARS``).
 
     Parameters
@@ -103,17 +101,7 @@ class LARS(_MomentumMixin, Optimizer):
             self._fused(indices, weights, grads, states, lrs, wds, kw, multi_precision)
             return
         lrs = [self._get_lars(i, w, g, lr, wd) for i, w, g, lr, wd in zip(indices, weights, grads, lrs, wds)]
-        for weight, grad, state, lr, wd in zip(weights, grads, states, lrs, wds):
-            one = dict(lr=lr, wd=wd, **kw)
-            if not multi_precision:
-                if state is not None:
-                    nd.sgd_mom_update(weight, grad, state, out=weight, lazy_update=self.lazy_update, **one)
-                else:
-                    nd.sgd_update(weight, grad, out=weight, lazy_update=self.lazy_update, **one)
-            elif state[0] is not None:
-                nd.mp_sgd_mom_update(weight, grad, state[0], state[1], out=weight, **one)
-            else:
-                nd.mp_sgd_update(weight, grad, state[1], out=weight, **one)
+        self._single_sgd(weights, grads, states, lrs, wds, kw, multi_precision)
 
     def _fused(self, indices, weights, grads, states, lrs, wds, kw, multi_precision: bool) -> None:
         # LARS weights first, then the others, so one multi_lars call covers a prefix of the rates.
@@ -133,22 +121,4 @@ class LARS(_MomentumMixin, Optimizer):
         for lo in range(0, len(ws), size):
             hi = min(lo + size, len(ws))
             w, g, s = ws[lo:hi], gs[lo:hi], ss[lo:hi]
-            rates = [new_lrs[lo:hi], new_wds[lo:hi]]
-            fused = dict(out=w, num_weights=len(w), **kw)
-            if not multi_precision and self.momentum > 0:
-                nd.preloaded_multi_sgd_mom_update(*_flatten(zip(w, g, s)), *rates, **fused)
-            elif not multi_precision:
-                nd.preloaded_multi_sgd_update(*_flatten(zip(w, g)), *rates, **fused)
-            elif self.momentum > 0:
-                nd.preloaded_multi_mp_sgd_mom_update(*_flatten(zip(w, g, *zip(*s))), *rates, **fused)
-            else:
-                nd.preloaded_multi_mp_sgd_update(*_flatten(zip(w, g, [x[1] for x in s])), *rates,
-                                                 **fused)
-
-    def update(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, False)
-
-    def update_multi_precision(self, index, weight, grad, state) -> None:
-        first = weight[0] if isinstance(index, (tuple, list)) else weight
-        self._update_impl(index, weight, grad, state,
-                          self.multi_precision and first.dtype == numpy.float16)
+            self._fused_sgd(w, g, s, kw, multi_precision, rates=[new_lrs[lo:hi], new_wds[lo:hi]])

@@ -63,8 +63,52 @@ def _flatten(groups) -> list:
     return [a for group in groups for a in group]
 
 
+class _GroupedSGDMixin:
+    """The list-of-weights path SGD and LARS share: ``update``/``update_multi_precision`` take one
+    weight or a group; a dense group is one fused operator, anything else one operator per weight."""
+
+    def update(self, index, weight, grad, state) -> None:
+        self._update_impl(index, weight, grad, state, False)
+
+    def update_multi_precision(self, index, weight, grad, state) -> None:
+        first = weight[0] if isinstance(index, (tuple, list)) else weight
+        self._update_impl(index, weight, grad, state,
+                          self.multi_precision and first.dtype == numpy.float16)
+
+    def _fused_sgd(self, weights, grads, states, kw, multi_precision: bool, rates=None) -> None:
+        """One fused update of ``weights``: ``multi_*`` with ``lrs``/``wds`` in ``kw``, or with
+        ``rates = [lrs, wds]`` as arrays, the ``preloaded_multi_*`` twin (LARS's computed rates)."""
+        pre = "preloaded_" if rates is not None else ""
+        rates = rates or []
+        fused = dict(out=list(weights), num_weights=len(weights), **kw)
+        if not multi_precision and self.momentum > 0:
+            getattr(nd, pre + "multi_sgd_mom_update")(*_flatten(zip(weights, grads, states)), *rates, **fused)
+        elif not multi_precision:
+            getattr(nd, pre + "multi_sgd_update")(*_flatten(zip(weights, grads)), *rates, **fused)
+        elif self.momentum > 0:
+            getattr(nd, pre + "multi_mp_sgd_mom_update")(*_flatten(zip(weights, grads, *zip(*states))),
+                                                          *rates, **fused)
+        else:
+            getattr(nd, pre + "multi_mp_sgd_update")(*_flatten(zip(weights, grads, [x[1] for x in states])),
+                                                      *rates, **fused)
+
+    def _single_sgd(self, weights, grads, states, lrs, wds, kw, multi_precision: bool) -> None:
+        """One ``sgd_*update`` (or ``mp_`` twin) per weight."""
+        for weight, grad, state, lr, wd in zip(weights, grads, states, lrs, wds):
+            one = dict(lr=lr, wd=wd, **kw)
+            if not multi_precision:
+                if state is not None:
+                    nd.sgd_mom_update(weight, grad, state, out=weight, lazy_update=self.lazy_update, **one)
+                else:
+                    nd.sgd_update(weight, grad, out=weight, lazy_update=self.lazy_update, **one)
+            elif state[0] is not None:
+                nd.mp_sgd_mom_update(weight, grad, state[0], state[1], out=weight, **one)
+            else:
+                nd.mp_sgd_update(weight, grad, state[1], out=weight, **one)
+
+
 @register
-class SGD(_MomentumMixin, Optimizer):
+class SGD(_GroupedSGDMixin, _MomentumMixin, Optimizer):
     """Stochastic gradient descent with optional momentum (``mx.optimizer.SGD``).
 
     Given lists of indices, weights, gradients and states (the ``Updater`` groups up to
@@ -100,36 +144,9 @@ class SGD(_MomentumMixin, Optimizer):
             kw["momentum"] = self.momentum
         kw.update(self._clip())
         if aggregate:
-            weights = list(weights)
-            fused = dict(out=weights, num_weights=len(weights), lrs=lrs, wds=wds, **kw)
-            if not multi_precision and self.momentum > 0:
-                nd.multi_sgd_mom_update(*_flatten(zip(weights, grads, states)), **fused)
-            elif not multi_precision:
-                nd.multi_sgd_update(*_flatten(zip(weights, grads)), **fused)
-            elif self.momentum > 0:
-                nd.multi_mp_sgd_mom_update(*_flatten(zip(weights, grads, *zip(*states))), **fused)
-            else:
-                nd.multi_mp_sgd_update(*_flatten(zip(weights, grads, [s[1] for s in states])), **fused)
-            return
-        for weight, grad, state, lr, wd in zip(weights, grads, states, lrs, wds):
-            one = dict(lr=lr, wd=wd, **kw)
-            if not multi_precision:
-                if state is not None:
-                    nd.sgd_mom_update(weight, grad, state, out=weight, lazy_update=self.lazy_update, **one)
-                else:
-                    nd.sgd_update(weight, grad, out=weight, lazy_update=self.lazy_update, **one)
-            elif state[0] is not None:
-                nd.mp_sgd_mom_update(weight, grad, state[0], state[1], out=weight, **one)
-            else:
-                nd.mp_sgd_update(weight, grad, state[1], out=weight, **one)
-
-    def update(self, index, weight, grad, state) -> None:
-        self._update_impl(index, weight, grad, state, False)
-
-    def update_multi_precision(self, index, weight, grad, state) -> None:
-        first = weight[0] if isinstance(index, (tuple, list)) else weight
-        self._update_impl(index, weight, grad, state,
-                          self.multi_precision and first.dtype == numpy.float16)
+            self._fused_sgd(weights, grads, states, dict(lrs=lrs, wds=wds, **kw), multi_precision)
+        else:
+            self._single_sgd(weights, grads, states, lrs, wds, kw, multi_precision)
 
 
 @register
