@@ -50,8 +50,7 @@ class Adam(Optimizer):
         self.lazy_update = lazy_update
 
     def create_state(self, index, weight):
-        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),   # mean
-                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))   # variance
+        return self._zero_states(weight, 2)     # mean, variance
 
     def update(self, index, weight, grad, state) -> None:
         self._update_count(index)
@@ -94,8 +93,7 @@ class LAMB(Optimizer):
         self.aggregate_num = max(1, min(45, env_int("MXNET_OPTIMIZER_AGGREGATION_SIZE", 45)))
 
     def create_state(self, index, weight):
-        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),
-                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))
+        return self._zero_states(weight, 2)     # mean, variance
 
     def update(self, index, weight, grad, state) -> None:
         if isinstance(index, (tuple, list)):

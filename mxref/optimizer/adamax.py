@@ -34,8 +34,7 @@ class Adamax(Optimizer):
         self.beta2 = beta2
 
     def create_state(self, index, weight):
-        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),   # m
-                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))   # u
+        return self._zero_states(weight, 2)     # m, u
 
     def update(self, index, weight, grad, state) -> None:
         self._update_count(index)

@@ -31,8 +31,7 @@ class FTML(Optimizer):
         self.epsilon = epsilon
 
     def create_state(self, index, weight):
-        return tuple(nd.zeros(weight.shape, weight.context, dtype=weight.dtype)
-                     for _ in range(3))   # d_0, v_0, z_0
+        return self._zero_states(weight, 3)     # d_0, v_0, z_0
 
     def update(self, index, weight, grad, state) -> None:
         self._update_count(index)

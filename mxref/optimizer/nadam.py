@@ -46,8 +46,7 @@ class Nadam(Optimizer):
         self.m_schedule = 1.
 
     def create_state(self, index, weight):
-        return (nd.zeros(weight.shape, weight.context, dtype=weight.dtype),   # mean
-                nd.zeros(weight.shape, weight.context, dtype=weight.dtype))   # variance
+        return self._zero_states(weight, 2)     # mean, variance
 
     def update(self, index, weight, grad, state) -> None:
         self._update_count(index)

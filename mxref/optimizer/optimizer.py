@@ -190,6 +190,11 @@ class Optimizer:
     def _get_wd(self, index) -> float:
         return self._get_wds([index])[0]
 
+    @staticmethod
+    def _zero_states(weight, n: int) -> tuple:
+        """``n`` zero arrays shaped, placed and typed like ``weight`` (moment estimates and the like)."""
+        return tuple(nd.zeros(weight.shape, weight.context, dtype=weight.dtype) for _ in range(n))
+
     def _clip(self) -> dict:
         """The ``clip_gradient`` keyword for the update operators (omitted when clipping is off)."""
         return {"clip_gradient": self.clip_gradient} if self.clip_gradient else {}
