@@ -14,6 +14,7 @@ from typing import Callable, Dict, List
 from ..base import MXNetError, _Null
 from ..context import Context
 from ..ops import registry
+from ..ops.call_args import positional_layout
 from ..ops.registry import REQUIRED, OpDef
 from . import imperative as _imperative
 from .ndarray import NDArray, _parse_context
@@ -124,16 +125,8 @@ def _split_arguments(op: OpDef, arg_names: List[str], args: tuple, kwargs: dict)
     Non-array positionals after the leading inputs fill the parameters in order; ``kwargs`` keeps
     the parameters only. ``None`` stands for an input left out, by position or by keyword.
     """
-    n_lead = 0
-    while n_lead < len(args) and (args[n_lead] is None or isinstance(args[n_lead], NDArray)):
-        n_lead += 1
-    # NOTE: as in MXNet's signature, parameters follow the input slots, and there are at least as
-    # many slots as the default parameters' input list has (so f(x, w, None, 2.0) skips 'bias').
-    slots = max(n_lead, len(arg_names))
-    param_names = [n for n in op.params if n not in arg_names]
-    if len(args) > slots + len(param_names):
-        raise MXNetError(f"{op.name}() takes at most {slots + len(param_names)} positional arguments "
-                         f"({', '.join(arg_names + param_names)}), got {len(args)}")
+    n_lead, slots, param_names = positional_layout(op, op.name, arg_names, args,
+                                                   lambda a: isinstance(a, NDArray))
     named = {}
     for i in range(n_lead, len(args)):
         if i < slots:         # a non-array in an input's place: reported by _bind_inputs

@@ -19,6 +19,7 @@ from .. import name as _name
 from ..base import MXNetError, _Null, numeric_types
 from ..graph import Node, NodeEntry
 from ..ops import registry
+from ..ops.call_args import positional_layout
 from . import json_format
 from .symbol import Symbol
 
@@ -239,14 +240,8 @@ def _positional_params(op: registry.OpDef, func_name: str, inputs: Optional[List
     after the input slots, as in MXNet's generated signature (``sym.reshape(x, (2, 3))``)."""
     if inputs is None:                         # variadic inputs: MXNet's signature is (*data, ...)
         return args
-    n_lead = 0
-    while n_lead < len(args) and (args[n_lead] is None or isinstance(args[n_lead], Symbol)):
-        n_lead += 1
-    slots = max(n_lead, len(inputs))
-    param_names = [k for k in op.params if k not in inputs]
-    if len(args) > slots + len(param_names):
-        raise MXNetError(f"{func_name}() takes at most {slots + len(param_names)} positional "
-                         f"arguments ({', '.join(inputs + param_names)}), got {len(args)}")
+    n_lead, slots, param_names = positional_layout(op, func_name, inputs, args,
+                                                   lambda a: isinstance(a, Symbol))
     for i in range(n_lead, len(args)):
         if i < slots:            # a non-Symbol in an input's place: left for the caller's error
             return args
