@@ -106,9 +106,10 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
     # -- saving ---------------------------------------------------------------------------------
     def _save_checkpoint(self, estimator):
         save_epoch, save_batch = self.current_epoch, self.current_batch
-        if self.resume_from_checkpoint:
+        if self.resume_from_checkpoint and self.trained_epoch >= 0:
             # numbers continue from the loaded checkpoint's; at an epoch end the batch counter has
-            # already moved past the last batch, at a batch end it has not
+            # already moved past the last batch, at a batch end it has not. NOTE: MXNet 1.9.1 also
+            # adds the offsets when no checkpoint was found (-1), naming the first file epoch0batch3
             save_epoch += self.trained_epoch + 1
             save_batch += self.trained_batch + (0 if estimator.max_epoch else 1)
         prefix = "%s-epoch%dbatch%d" % (self.model_prefix, save_epoch, save_batch)
