@@ -307,3 +307,20 @@ def test_monitor_op_modes():
         assert _monitor_op(mx.metric.Loss(), "bogus", "X") is np.less
         assert _monitor_op(mx.metric.Accuracy(), "min", "X") is np.less
     assert len(w) == 5 and issubclass(w[3].category, RuntimeWarning) and "bogus" in str(w[3].message)
+
+
+def test_text_progress_bar_on_a_terminal():
+    """On a terminal the line is redrawn in place ('\\r', at most ten times a second) and ends
+    with a newline at close."""
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    bar = progress.TextProgressBar(3, desc="[Epoch 0]", file=out)
+    bar._last_draw = 0.0                      # as if the last draw were long ago
+    bar.update(1)
+    bar.update(2)                             # within 0.1 s of the previous draw: not drawn
+    bar.close()
+    text = out.getvalue()
+    assert text.count("\r") == 2 and text.endswith("\n") and "3/3" in text.splitlines()[-1]

@@ -23,7 +23,6 @@ from ....metric import Loss as metric_loss
 from ...data import DataLoader
 from ...loss import Loss as gluon_loss
 from ...trainer import Trainer
-from ...utils import split_and_load
 from .batch_processor import BatchProcessor
 from .event_handler import (
     GradientUpdateHandler,
@@ -167,9 +166,8 @@ class Estimator:
         return True
 
     def _get_data_and_label(self, batch, ctx, batch_axis=0):
-        data = split_and_load(batch[0], ctx_list=ctx, batch_axis=batch_axis)
-        label = split_and_load(batch[1], ctx_list=ctx, batch_axis=batch_axis)
-        return data, label
+        """MXNet 1.9.1 keeps this here too; the batch processor's is the one ``fit`` uses."""
+        return BatchProcessor()._get_data_and_label(batch, ctx, batch_axis)
 
     # -- metrics --------------------------------------------------------------------------------
     def _add_default_training_metrics(self):

@@ -25,7 +25,6 @@ from .mixins import (
     BatchEnd,
     EpochBegin,
     EpochEnd,
-    EventHandler,
     TrainBegin,
     TrainEnd,
     _check_event_handlers,  # noqa: F401  (MXNet's estimator imports it from here)
@@ -34,7 +33,7 @@ from .utils import _check_metrics, _monitor_op
 
 __all__ = ["TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin", "BatchEnd",
            "StoppingHandler", "MetricHandler", "ValidationHandler", "LoggingHandler",
-           "CheckpointHandler", "EarlyStoppingHandler", "GradientUpdateHandler", "EventHandler"]
+           "CheckpointHandler", "EarlyStoppingHandler", "GradientUpdateHandler"]
 
 
 class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
