@@ -277,3 +277,20 @@ def test_epoch_end_returning_true_stops_training():
     stop = StopAfter()
     est.fit(separable(), epochs=10, event_handlers=[stop])
     assert stop.seen == 2
+
+
+def test_two_contexts_step_as_one():
+    """context=[cpu(0), cpu(1)]: each batch is split across the two, the losses of both halves set
+    the batch size, and the step equals the one-context step on the whole batch."""
+    weights = []
+    for ctx in ([mx.cpu(0)], [mx.cpu(0), mx.cpu(1)]):
+        mx.random.seed(3)
+        net = nn.Dense(2, in_units=4)
+        net.initialize(mx.init.Xavier(), ctx=ctx)
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+        est = quiet(Estimator(net, loss=gluon.loss.SoftmaxCrossEntropyLoss(), trainer=trainer, context=ctx))
+        est.fit(separable(), batches=3)
+        assert est.train_metrics[0].num_inst == 48
+        weights.append([net.weight.data(c).asnumpy() for c in ctx])
+    for w in weights[1]:
+        np.testing.assert_allclose(w, weights[0][0], rtol=1e-5, atol=1e-6)
