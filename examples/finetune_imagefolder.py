@@ -23,7 +23,8 @@ on top, and train mostly (here: only) the new layer. It pays when the new task h
    after each epoch, and a ``CheckpointHandler`` that keeps the parameters of the best validation
    accuracy, which are reloaded at the end. ``--compare-scratch`` trains the same head on frozen
    *random* features, to see what the pretraining bought.
-4. A plot of loss and accuracy per epoch (``finetune_history.png``) when matplotlib is installed.
+4. A plot of loss and accuracy per epoch, ``finetune_history.png`` in ``--workdir`` (or in the current
+   folder when the work folder is a temporary one), when matplotlib is installed.
 """
 import argparse
 import os

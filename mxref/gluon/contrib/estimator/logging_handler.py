@@ -89,6 +89,8 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, Bat
         if self._bar is not None:
             self._bar.set_postfix_str(_metric_text(self.metrics), refresh=False)
             self._bar.update(1)
+            if self._bar.total and self._bar.n >= self._bar.total:
+                self._close_bar()           # now, not at epoch end: validation runs in between
         self.batch_index += 1
         self._batches_seen += 1
 
