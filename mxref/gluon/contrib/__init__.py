@@ -1,2 +1,5 @@
-"""``mx.gluon.contrib``: layers outside the core set (``contrib.nn.SparseEmbedding``)."""
-from . import nn  # noqa: F401
+"""``mx.gluon.contrib``: layers outside the core set (``contrib.nn``) and the ``estimator`` training loop."""
+from . import (
+    estimator,  # noqa: F401,E402
+    nn,  # noqa: F401
+)
