@@ -176,7 +176,7 @@ class BaseRNNCell:
             for kind in ("weight", "bias"):
                 parts = [args.pop("%s%s%s_%s" % (self._prefix, group, gate, kind))
                          for gate in self._gate_names]
-                args["%s%s_%s" % (self._prefix, group, kind)] = ndarray.concatenate(parts)
+                args["%s%s_%s" % (self._prefix, group, kind)] = ndarray.concat(*parts, dim=0)
         return args
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None):
