@@ -29,8 +29,9 @@ def encode_sentences(sentences, vocab=None, invalid_label=-1, invalid_key="\n", 
     start_label : int, default 0
         The first id given to a new token.
     unknown_token : str, optional
-        With a given ``vocab``, unseen tokens become this token (added once); without it an unseen
-        token is an error. With a new vocabulary every unseen token is added.
+        With a given ``vocab``, unseen tokens become this token; without it an unseen token is an
+        error. With a new vocabulary every unseen token is added. As in MXNet 1.9.1, each unseen
+        token (re)assigns ``unknown_token`` the next id, so two unseen tokens get different ids.
 
     Returns
     -------
