@@ -3,7 +3,7 @@
     python examples/rnn_bucketing.py --num-epochs 10
 
 The structure of MXNet's ``example/rnn/bucketing/lstm_bucketing.py``: each line of the text is a
-sentence of words (``mx.rnn.encode_sentences``); ``mx.rnn.BucketSentenceIter`` groups sentences of
+sentence of tokens (``mx.rnn.encode_sentences``); ``mx.rnn.BucketSentenceIter`` groups sentences of
 similar length into buckets, padding with the invalid label 0; ``sym_gen(seq_len)`` builds the
 network for one bucket — Embedding, a ``SequentialRNNCell`` of ``LSTMCell``s unrolled over
 ``seq_len`` steps, a FullyConnected over every step, SoftmaxOutput — and ``mx.mod.BucketingModule``
@@ -14,7 +14,7 @@ tokens here are characters by default (``--level word`` for words). The last ``-
 the lines is the validation set, and the vocabulary is built over the whole text (MXNet's
 validation split has no unseen words either).
 With ``--fused`` the stack is one ``FusedRNNCell`` (the ``RNN`` operator) instead. The defaults
-suit the small text (Adam, batch 8, 10 epochs: training perplexity from about 30 to about 10);
+suit the small text (Adam, batch 8, 10 epochs: training perplexity 32 -> 8.7, validation 23 -> 10.4);
 MXNet's are ``--optimizer sgd --batch-size 32 --num-epochs 25``.
 """
 import argparse
