@@ -39,6 +39,7 @@ from . import (
     random,
     recordio,
     registry,
+    rnn,
     runtime,
     storage,
     symbol,

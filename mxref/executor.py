@@ -327,9 +327,8 @@ def _grad_req_dict(grad_req, arg_names: List[str]) -> Dict[str, str]:
             raise MXNetError(f"grad_req: {len(grad_req)} values for {len(arg_names)} arguments {arg_names}")
         reqs = dict(zip(arg_names, grad_req))
     elif isinstance(grad_req, dict):
-        unknown = [k for k in grad_req if k not in arg_names]
-        if unknown:
-            raise MXNetError(f"grad_req: {unknown} are not arguments; arguments are {arg_names}")
+        # As MXNet: names that are not arguments are ignored (one dict can serve several graphs,
+        # e.g. a fused RNN's 'parameters' and its unfused twin), the unnamed arguments get 'null'.
         reqs = {n: grad_req.get(n, "null") for n in arg_names}
     else:
         raise MXNetError(f"grad_req must be a str, list or dict, got {type(grad_req).__name__}")

@@ -26,7 +26,7 @@ from .ndarray import NDArray
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Load", "Mixed", "Zero", "One",
            "Constant", "Uniform", "Normal", "Orthogonal", "Xavier", "MSRAPrelu", "Bilinear",
-           "LSTMBias"]
+           "LSTMBias", "FusedRNN"]
 
 
 class InitDesc(str):
@@ -401,3 +401,49 @@ class LSTMBias(Initializer):
         value = np.zeros(arr.shape, dtype=np.float32)
         value[num_hidden:2 * num_hidden] = self.forget_bias
         arr[:] = value
+
+
+@register
+class FusedRNN(Initializer):
+    """Initialize the flat ``parameters`` vector of a ``FusedRNNCell`` (the ``RNN`` operator).
+
+    The vector is unpacked into its per-layer, per-direction, per-gate arrays
+    (``FusedRNNCell.unpack_weights``); each is initialized by ``init`` (or the global initializer)
+    by its name's suffix, except an LSTM's forget-gate biases (``*_f_bias``), set to
+    ``forget_bias``; then the arrays are packed back.
+
+    Parameters
+    ----------
+    init : Initializer or str or None
+        For the unpacked arrays; a JSON string (``dumps()``) is read back; None: the global one.
+    num_hidden, num_layers, mode, bidirectional, forget_bias
+        As given to the ``FusedRNNCell``.
+    """
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False, forget_bias=1.0):
+        if isinstance(init, str):
+            init = create(init)
+        super().__init__(init=init.dumps() if init is not None else None, num_hidden=num_hidden,
+                         num_layers=num_layers, mode=mode, bidirectional=bidirectional,
+                         forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _init_weight(self, desc, arr):
+        from .rnn.fused import FusedRNNCell  # facade: the packed layout belongs to the cell
+        cell = FusedRNNCell(self._num_hidden, self._num_layers, self._mode, self._bidirectional,
+                            forget_bias=self._forget_bias, prefix="")
+        args = cell.unpack_weights({"parameters": arr})
+        for name in args:
+            arg_desc = InitDesc(name, global_init=desc.global_init)
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                args[name][:] = self._forget_bias
+            elif self._init is None:
+                desc.global_init(arg_desc, args[name])
+            else:
+                self._init(arg_desc, args[name])
+        arr[:] = cell.pack_weights(args)["parameters"]

@@ -386,3 +386,10 @@ def test_grad_req_add_does_not_leak_into_other_gradients():
     ex.backward(mx.nd.ones((3,)))
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.full(3, 11.0))
     np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), np.full(3, 1 - np.tanh(0.5) ** 2), rtol=1e-6)
+
+
+def test_grad_req_dict_ignores_names_that_are_not_arguments():
+    """As MXNet: a grad_req dict may name arguments of another graph; unnamed arguments get 'null'."""
+    sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
+    exe = sym.simple_bind(mx.cpu(), data=(1, 3), grad_req={"data": "add", "parameters": "null"})
+    assert [g is None for g in exe.grad_arrays] == [False, True, True]

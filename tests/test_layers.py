@@ -38,7 +38,7 @@ LAYERS: Dict[str, int] = {
     "testing": 6, "op_check": 6,
     "collective": 6,
     # 7: stores and the Gluon / model front ends
-    "kvstore": 7, "gluon": 7, "model": 7, "parallel": 7,
+    "kvstore": 7, "gluon": 7, "model": 7, "parallel": 7, "rnn": 7,
     # 8: Module and its callbacks
     "module": 8, "callback": 8,
     # 9: the package face and the tools
@@ -50,6 +50,7 @@ FACADES: Dict[Tuple[str, str], str] = {
     ("mxref/symbol/symbol.py", "executor"): "Symbol.bind / simple_bind build an Executor",
     ("mxref/context.py", "storage"): "Context.empty_cache releases that context's pool",
     ("mxref/ndarray/ndarray.py", "autograd"): "NDArray.attach_grad / backward hand over to autograd",
+    ("mxref/initializer.py", "rnn"): "init.FusedRNN unpacks the flat RNN parameters through FusedRNNCell",
 }
 
 # The ground floor is stricter: graph/ imports nothing but mxref.base, not even lazily.

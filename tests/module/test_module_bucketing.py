@@ -97,3 +97,20 @@ def test_checkpoint_saves_every_bucket_and_loads(tmp_path):
     loaded.bind(data_shapes=[("data", (6, 5, 4))], label_shapes=[("softmax_label", (6,))])
     for name, value in mod.get_params()[0].items():
         np.testing.assert_array_equal(loaded.get_params()[0][name].asnumpy(), value.asnumpy())
+
+
+def test_sym_gen_runs_under_a_fresh_name_manager():
+    """As MXNet: unnamed layers get the same automatic names in every bucket, so buckets share them."""
+    def sym_gen(seq_len):
+        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=7, output_dim=3)
+        pred = mx.sym.FullyConnected(mx.sym.Reshape(embed, shape=(-1, 3)), num_hidden=7)
+        label = mx.sym.Reshape(mx.sym.Variable("softmax_label"), shape=(-1,))
+        return mx.sym.SoftmaxOutput(pred, label, name="softmax"), ("data",), ("softmax_label",)
+
+    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4, context=mx.cpu())
+    mod.bind([("data", (2, 4))], [("softmax_label", (2, 4))])
+    mod.init_params()
+    mod.switch_bucket(2, [("data", (2, 2))], [("softmax_label", (2, 2))])
+    assert mod.symbol.list_arguments()[1] == "embedding0_weight"
+    assert sorted(mod.get_params()[0]) == ["embedding0_weight", "fullyconnected0_bias",
+                                           "fullyconnected0_weight"]

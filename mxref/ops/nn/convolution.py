@@ -64,10 +64,18 @@ def _arguments(p):
     return ["data", "weight"] if p["no_bias"] else ["data", "weight", "bias"]
 
 
-def infer_shape(p, in_shapes):
+def infer_shape(p, in_shapes, out_shapes=None):
     k, s, d, pd = geometry("Convolution", p)
     data, f, g = in_shapes[0], p["num_filter"], p["num_group"]
     ins = list(in_shapes)
+    out = out_shapes[0] if out_shapes else None
+    if data is not None and out is not None and len(out) == len(data) == 2 + len(k):
+        # As MXNet: a known output fills the data's unknown batch, and an unknown spatial size
+        # where the stride is 1 (e.g. a zero begin state of batch 0 feeding a ConvLSTM's h2h).
+        spatial = tuple(x or (o + (kk - 1) * dd - 2 * pp if o and ss == 1 else 0)
+                        for x, o, kk, ss, dd, pp in zip(data[2:], out[2:], k, s, d, pd))
+        data = (data[0] or out[0], data[1]) + spatial
+        ins[0] = data
     if data is None or not known(data[1:2]):
         return ins, [None]
     if len(data) != 2 + len(k):

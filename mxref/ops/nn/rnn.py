@@ -12,8 +12,9 @@ order; ``*`` is elementwise)::
 flat vector laid out as MXNet and cuDNN do: first every weight — for each layer, for each direction,
 ``W_x (G*H, in)`` then ``W_h (G*H, H)`` — then every bias in the same order, ``b_x`` then ``b_h``.
 Layer ``l > 0`` reads the concatenated directions of layer ``l - 1``, through dropout ``p`` in
-training. Outputs: ``output (T, N, D*H)``, the final ``state`` and ``state_cell`` (visible with
-``state_outputs``) and the hidden dropout ``mask``. The gradient is back-propagation through time.
+training. Outputs: ``output (T, N, D*H)``, the final ``state_output`` and ``statecell_output``
+(visible with ``state_outputs``) and the hidden dropout ``mask``. The gradient is
+back-propagation through time.
 
 Backward dependencies: ``_backward_RNN`` takes the head gradients, ``data``, ``parameters``,
 ``state``(, ``state_cell``) and ``mask``; it recomputes the forward pass (no reserve space is kept).
@@ -55,7 +56,8 @@ def _arguments(p):
 
 
 def _outputs(p):
-    return ["output", "state", "state_cell"][:2 + (p["mode"] == "lstm")] + ["mask"]
+    # MXNet's output names
+    return ["output", "state_output", "statecell_output"][:2 + (p["mode"] == "lstm")] + ["mask"]
 
 
 def _num_visible(p):

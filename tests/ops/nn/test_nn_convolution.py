@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from nn_check import check_fixture, check_gradient, fixture_cases, forward
 
+import mxref as mx
 from mxref.base import MXNetError
 from mxref.ops import registry
 
@@ -59,3 +60,17 @@ def test_infer_shape():
         OP.infer_shape(p, [(4, 6, 9), None, None])
     with pytest.raises(MXNetError, match="Convolution.*kernel"):
         OP.infer_shape(OP.parse_params({"kernel": (3, 3), "num_filter": 2}), [(4, 6, 2, 5), None, None])
+
+
+def test_known_output_fills_unknown_data_batch_and_stride1_size():
+    """As MXNet: an output shape known from elsewhere fills the data's unknown batch and, where the
+    stride is 1, its unknown spatial sizes (a ConvLSTM's zero begin state of shape (0, C, H, W))."""
+    state = mx.sym.zeros((0, 2, 0, 4))
+    h2h = mx.sym.Convolution(state, num_filter=3, kernel=(3, 3), pad=(1, 1), name="h2h")
+    i2h = mx.sym.Convolution(mx.sym.Variable("x"), num_filter=3, kernel=(3, 3), pad=(1, 1), name="i2h")
+    out = i2h + h2h
+    _, outs, _ = out.infer_shape(x=(5, 1, 6, 4))
+    assert outs == [(5, 3, 6, 4)]
+    res = out.eval(x=mx.nd.ones((5, 1, 6, 4)), i2h_weight=mx.nd.ones((3, 1, 3, 3)),
+                   i2h_bias=mx.nd.zeros(3), h2h_weight=mx.nd.ones((3, 2, 3, 3)), h2h_bias=mx.nd.zeros(3))[0]
+    assert res.shape == (5, 3, 6, 4) and res.asnumpy()[0, 0, 2, 2] == 9
