@@ -25,7 +25,7 @@ from ..graph import topo_sort
 from ..ndarray import imperative as _imperative
 from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID, NDArray, _memoryless
 from .block import Block, _flatten, _gather_type_ctx_info, _regroup
-from .parameter import DeferredInitializationError, Parameter, ParameterDict
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, shape_is_known
 
 __all__ = ["HybridBlock", "SymbolBlock"]
 
@@ -408,7 +408,13 @@ class HybridBlock(Block):
                     p.data(ctx)
             except DeferredInitializationError:
                 self._deferred_infer_shape(*args)
-                for p in self.collect_params().values():
+                pending = [p for p in self.collect_params().values() if p._deferred_init]
+                if any(not shape_is_known(p.shape) for p in pending):
+                    # NOTE: the graph cannot tell every shape (a fused RNN child flattens its
+                    # weights into one vector, whose pieces no rule infers backwards): this call
+                    # runs op by op, each child inferring its own shapes from its real inputs.
+                    return self._forward_imperative(ctx, *args)
+                for p in pending:
                     p._finish_deferred_init()
             self._params_ready = True
         recording = autograd.is_recording()

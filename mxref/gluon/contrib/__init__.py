@@ -1,2 +1,2 @@
-"""``mx.gluon.contrib``: layers outside the core set (``contrib.nn.SparseEmbedding``)."""
-from . import nn  # noqa: F401
+"""``mx.gluon.contrib``: layers outside the core set (``contrib.nn.SparseEmbedding``, ``contrib.rnn``)."""
+from . import nn, rnn  # noqa: F401
