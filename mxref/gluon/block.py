@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import copy
 import re
 import threading
 import warnings
@@ -28,10 +29,25 @@ class _BlockScope:
     _current = threading.local()
 
     def __init__(self, block: "Block"):
-        self._block = block
+        # NOTE: a weak reference, not the block: a block holds its scope, and a cycle would keep every
+        # block (and a hybridized one's bound executors, with their memory) alive until the
+        # cyclic garbage collector happens to run.
+        self._ref = weakref.ref(block)
         self._counter: Dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
+
+    @property
+    def _block(self) -> "Block":
+        return self._ref()
+
+    def __deepcopy__(self, memo):
+        """The copy belongs to the block's copy (``copy.deepcopy(net)``), not to the original."""
+        new = _BlockScope.__new__(_BlockScope)
+        memo[id(self)] = new
+        new._ref = weakref.ref(copy.deepcopy(self._block, memo))
+        new._counter, new._old_scope, new._name_scope = dict(self._counter), None, None
+        return new
 
     @staticmethod
     def create(prefix: Optional[str], params: Optional[ParameterDict], hint: str):

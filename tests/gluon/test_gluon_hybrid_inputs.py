@@ -135,3 +135,34 @@ def test_symbol_block_refuses_row_sparse_variables():
     weight = mx.sym.var("weight", stype="row_sparse")
     with pytest.raises(AssertionError, match="row_sparse"):
         gluon.SymbolBlock(mx.sym.dot(data, weight), data)
+
+
+def test_blocks_are_freed_without_the_cycle_collector():
+    """A block and its naming scope form no reference cycle: a hybridized block and its bound
+    executors go as soon as the last reference does; deepcopy gives the copy its own scope."""
+    import copy
+    import gc
+    import weakref
+
+    def run():
+        net = nn.HybridSequential()
+        with net.name_scope():
+            net.add(nn.Dense(3), nn.Dense(2))
+        net.initialize()
+        net.hybridize()
+        with autograd.record():
+            net(mx.nd.ones((2, 4))).backward()
+        return weakref.ref(net)
+
+    gc.disable()
+    try:
+        ref = run()
+        mx.nd.waitall()
+        assert ref() is None
+    finally:
+        gc.enable()
+    net = nn.HybridSequential()
+    net2 = copy.deepcopy(net)
+    with net2.name_scope():
+        net2.add(nn.Dense(2))
+    assert net2[0].prefix.startswith(net2.prefix) and len(net) == 0

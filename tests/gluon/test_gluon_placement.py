@@ -26,7 +26,8 @@ def build(ctxs):
     for block, ctx in ((net.lower, ctxs[0]), (net.upper, ctxs[1])):
         block.initialize(mx.init.Uniform(0.5), ctx=ctx)
     rng = np.random.RandomState(7)
-    for p in sorted(net.collect_params().values(), key=lambda p: p.name[-6:]):
+    # by structural name (lower.bias, lower.weight, ...): the global names' counters vary
+    for _, p in sorted(net._collect_params_with_prefix().items()):
         p.set_data(mx.nd.array(rng.uniform(-0.5, 0.5, p.shape)))
     return net
 

@@ -59,3 +59,21 @@ def test_infer_shape():
         OP.infer_shape(p, [(4, 6, 9), None, None])
     with pytest.raises(MXNetError, match="Convolution.*kernel"):
         OP.infer_shape(OP.parse_params({"kernel": (3, 3), "num_filter": 2}), [(4, 6, 2, 5), None, None])
+
+
+@pytest.mark.parametrize("num_group,shape", [(1, (3, 4, 5, 6)), (2, (2, 4, 7)), (2, (1, 4, 2, 3, 2))])
+def test_pointwise_convolution(num_group, shape):
+    """A 1-kernel, stride-1, unpadded convolution (batched GEMMs on the data, no columns) is
+    out[n, f] = sum_c W[f, c] data[n, c] + bias[f] per group; gradients by central differences."""
+    rng = np.random.default_rng(5)
+    nd = len(shape) - 2
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((6, shape[1] // num_group) + (1,) * nd)
+    b = rng.standard_normal(6)
+    kw = {"kernel": (1,) * nd, "num_filter": 6, "num_group": num_group}
+    out = forward("Convolution", [x, w, b], **kw)[0]
+    cg, fg = shape[1] // num_group, 6 // num_group
+    want = np.concatenate([np.einsum("fc,nc...->nf...", w[i * fg:(i + 1) * fg].reshape(fg, cg),
+                                     x[:, i * cg:(i + 1) * cg]) for i in range(num_group)], axis=1)
+    np.testing.assert_allclose(out, want + b.reshape((1, 6) + (1,) * nd), rtol=1e-12)
+    check_gradient("Convolution", [x, w, b], rtol=1e-6, atol=1e-8, **kw)
