@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import copy
 import re
 import threading
 import warnings
@@ -28,10 +29,25 @@ class _BlockScope:
     _current = threading.local()
 
     def __init__(self, block: "Block"):
-        self._block = block
+        # NOTE: a weak reference, not the block: a block holds its scope, and a cycle would keep every
+        # block (and a hybridized one's bound executors, with their memory) alive until the
+        # cyclic garbage collector happens to run.
+        self._ref = weakref.ref(block)
         self._counter: Dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
+
+    @property
+    def _block(self) -> "Block":
+        return self._ref()
+
+    def __deepcopy__(self, memo):
+        """The copy belongs to the block's copy (``copy.deepcopy(net)``), not to the original."""
+        new = _BlockScope.__new__(_BlockScope)
+        memo[id(self)] = new
+        new._ref = weakref.ref(copy.deepcopy(self._block, memo))
+        new._counter, new._old_scope, new._name_scope = dict(self._counter), None, None
+        return new
 
     @staticmethod
     def create(prefix: Optional[str], params: Optional[ParameterDict], hint: str):
@@ -81,8 +97,8 @@ def _flatten(args, what: str):
     if args is None:
         return [None], -1
     if not isinstance(args, (list, tuple)):
-        raise MXNetError(f"HybridBlock {what} must be (nested) list of Symbol or NDArray, but got "
-                         f"{args} of type {type(args).__name__}")
+        raise ValueError(f"When hybridized, the {what} of HybridBlock must be (nested) list of "
+                         f"Symbol or NDArray, but got {args} of type {type(args).__name__}")
     flat, fmts = [], []
     for a in args:
         f, fmt = _flatten(a, what)
@@ -98,7 +114,9 @@ def _regroup(args, fmt):
             return args[0], args[1:]
         if fmt == -1:
             if args[0] is not None:
-                raise MXNetError("HybridBlock: a None input became a value")
+                raise ValueError("We do not support passing types that are not None when the initial "
+                                 "HybridBlock has received NoneType and has been hybridized. "
+                                 f"Received arg = {args[0]}, fmt = {fmt}.")
             return None, args[1:]
         return args[:fmt], args[fmt:]
     ret = []
@@ -106,6 +124,23 @@ def _regroup(args, fmt):
         res, args = _regroup(args, f)
         ret.append(res)
     return ret, args
+
+
+def _gather_type_ctx_info(args):
+    """``(has_symbol, has_ndarray, contexts, first context)`` of (nested) arguments."""
+    if isinstance(args, NDArray):
+        return False, True, {args.context}, args.context
+    if isinstance(args, _symbol.Symbol):
+        return True, False, set(), None
+    has_sym = has_nd = False
+    ctxs, first = set(), None
+    if isinstance(args, (list, tuple)):
+        for a in args:
+            s, n, c, f = _gather_type_ctx_info(a)
+            has_sym, has_nd = has_sym or s, has_nd or n
+            ctxs |= c
+            first = f if first is None else first
+    return has_sym, has_nd, ctxs, first
 
 
 def _flatten_any(x) -> list:
@@ -201,6 +236,7 @@ class Block:
 
         >>> net.collect_params('.*weight|.*bias')
         """
+        self._check_container_with_block()
         ret = ParameterDict(self._params.prefix)
         pattern = re.compile(select) if select else None
         for k, v in self._params.items():
@@ -209,6 +245,26 @@ class Block:
         for child in self._children.values():
             ret.update(child.collect_params(select=select))
         return ret
+
+    def _check_container_with_block(self) -> None:
+        """Warn about Blocks kept in a list, tuple or dict attribute: they are not children, so
+        their parameters are missed by ``collect_params`` (MXNet warns the same way)."""
+        children = set(map(id, self._children.values()))
+
+        def holds_unregistered(data) -> bool:
+            if isinstance(data, (list, tuple)):
+                return any(holds_unregistered(v) for v in data)
+            if isinstance(data, dict):
+                return any(holds_unregistered(v) for v in data.values())
+            return isinstance(data, Block) and id(data) not in children
+
+        for k, v in self.__dict__.items():
+            if isinstance(v, (list, tuple, dict)) and not (k.startswith("__") or k == "_children") \
+                    and holds_unregistered(v):
+                warnings.warn(f'"{type(self).__name__}.{k}" is an unregistered container with Blocks. '
+                              "Note that Blocks inside the list, tuple or dict will not be registered "
+                              "automatically. Make sure to register them using register_child() or "
+                              "switching to nn.Sequential/nn.HybridSequential instead. ", stacklevel=3)
 
     def _collect_params_with_prefix(self, prefix: str = "") -> Dict[str, Parameter]:
         """Parameters by structural name (``0.weight``, ``features.1.bias``), as in parameter files."""

@@ -22,9 +22,10 @@ from ..base import MXNetError
 from ..cached_op import CachedOp
 from ..executor import bind as _bind
 from ..graph import topo_sort
-from ..ndarray.ndarray import NDArray, _memoryless
-from .block import Block, _flatten, _regroup
-from .parameter import DeferredInitializationError, Parameter, ParameterDict
+from ..ndarray import imperative as _imperative
+from ..ndarray.ndarray import _STORAGE_TYPE_STR_TO_ID, NDArray, _memoryless
+from .block import Block, _flatten, _gather_type_ctx_info, _regroup
+from .parameter import DeferredInitializationError, Parameter, ParameterDict, shape_is_known
 
 __all__ = ["HybridBlock", "SymbolBlock"]
 
@@ -167,6 +168,7 @@ class HybridBlock(Block):
         self._flags: Dict[str, object] = {}
         self._arrays_key = (None, -1, ())   # (ctx, Parameter.arrays_version, the arrays' ids)
         self._dynamic = ((), False)         # (the traced graph, whether it runs op by op)
+        self._inline_cache = ((), [])       # (the traced graph, its operator nodes)
 
     def __setattr__(self, name: str, value) -> None:
         super().__setattr__(name, value)
@@ -332,42 +334,95 @@ class HybridBlock(Block):
             if not any(e.busy for e in self._cached_execs[key]):
                 del self._cached_execs[key]
 
-    def _forward_imperative(self, x, *args):
+    def _forward_imperative(self, ctx, *args):
         """``hybrid_forward`` on NDArrays, one operator at a time."""
         try:
-            params = {k: v.data(x.context) for k, v in self._reg_params.items()}
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
-            self._deferred_infer_shape(x, *args)
+            self._deferred_infer_shape(*args)
             for p in self._params.values():
                 p._finish_deferred_init()
-            params = {k: v.data(x.context) for k, v in self._reg_params.items()}
-        return self.hybrid_forward(nd, x, *args, **params)
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        return self.hybrid_forward(nd, *args, **params)
+
+    def _check_format(self, fmt) -> None:
+        """The call's input structure must be the traced one, up to trailing ``None`` inputs
+        (left to their defaults), as MXNet's CachedOp demands."""
+        stored = self._in_format
+        if fmt == stored:
+            return
+        short, long_ = (fmt, stored) if len(fmt) < len(stored) else (stored, fmt)
+        if len(short) == len(long_) or long_[:len(short)] != short or \
+                any(f != -1 for f in long_[len(short):]):
+            raise ValueError("The argument structure of HybridBlock does not match the cached "
+                             f"version. Stored format = {stored}, input format = {fmt}")
+
+    def _inline(self, graph) -> bool:
+        """Whether a recorded call runs the traced graph op by op (each op its own autograd node)
+        instead of as one cached node: MXNet's CachedOp inlines graphs of at most
+        ``inline_limit`` operators (default 2) unless ``static_alloc``."""
+        if self._flags.get("static_alloc"):
+            return False
+        limit = self._flags.get("inline_limit", 2)
+        if self._inline_cache[0] is not graph:
+            nodes = [n for n in topo_sort(graph[1]._outputs) if n.op is not None]
+            self._inline_cache = (graph, nodes)
+        nodes = self._inline_cache[1]
+        # A control-flow node's subgraphs run through the executor only.
+        return len(nodes) <= limit and not any(n.subgraphs for n in nodes)
+
+    def _run_inline(self, graph, flat: List[NDArray], ctx):
+        """The traced graph run op by op on ``flat`` and the parameters (recorded as it goes)."""
+        inputs, out = graph
+        values = {id(i._outputs[0].node): [x] for i, x in zip(inputs, flat)}
+        params = self._param_table
+        for node in topo_sort(out._outputs):
+            if node.op is None:
+                if id(node) not in values:
+                    values[id(node)] = [params[node.name].data(ctx)]
+                continue
+            args = [values[id(e.node)][e.index] for e in node.inputs]
+            values[id(node)] = _imperative.invoke(node.op, None, node.params, args)
+        return [values[id(e.node)][e.index] for e in out._outputs]
 
     def _call_cached_op(self, *args):
         flat, fmt = _flatten(args, "input")
-        if self._cached_graph and fmt != self._in_format and not isinstance(self, SymbolBlock):
-            self._clear_cached_op()     # another input structure (a list of states, None): retrace
+        if self._cached_graph and not isinstance(self, SymbolBlock):
+            self._check_format(fmt)
+        if all(a is None for a in flat):
+            raise ValueError(f"All args are None and we do not support such a case. Received args={args}")
         graph = self._get_graph(*args)
         if self._dynamic[0] is not graph:
             self._dynamic = (graph, any(n.op is not None and n.op.dynamic_shape
                                         for n in topo_sort(graph[1]._outputs)))
+        flat = [a for a in flat if a is not None]
+        ctx = flat[0].context
         if self._dynamic[1]:
             # An operator whose output shape depends on the data (boolean_mask): a bound
             # executor needs every shape before it runs, so the graph runs op by op, as MXNet's
             # CachedOp does for dynamic shapes.
-            return self._forward_imperative(*args)
-        flat = [a for a in flat if a is not None]
-        ctx = flat[0].context
+            return self._forward_imperative(ctx, *args)
         if not self._params_ready:
             try:
                 for p in self.collect_params().values():
                     p.data(ctx)
             except DeferredInitializationError:
                 self._deferred_infer_shape(*args)
-                for p in self.collect_params().values():
+                pending = [p for p in self.collect_params().values() if p._deferred_init]
+                if any(not shape_is_known(p.shape) for p in pending):
+                    # NOTE: the graph cannot tell every shape (a fused RNN child flattens its
+                    # weights into one vector, whose pieces no rule infers backwards): this call
+                    # runs op by op, each child inferring its own shapes from its real inputs.
+                    return self._forward_imperative(ctx, *args)
+                for p in pending:
                     p._finish_deferred_init()
             self._params_ready = True
         recording = autograd.is_recording()
+        if recording and self._inline(graph):
+            if self._param_table is None:
+                self._param_table = {p.name: p for p in self.collect_params().values()}
+            outs = self._run_inline(graph, flat, ctx)
+            return _regroup(outs, self._out_format)[0]
         entry = self._executor(args, flat, recording)
         if recording:
             outs = _CachedCall(entry)(*flat, *entry.param_inputs)
@@ -378,15 +433,23 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """Run ``hybrid_forward`` on NDArrays (imperatively, or through the cached executor when
-        hybridized), or trace it when given Symbols."""
-        if isinstance(x, NDArray):
-            with x.context:
+        hybridized), or trace it when given Symbols. Inputs may nest in lists and be ``None``."""
+        has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x, *args])
+        if has_sym and has_nd:
+            raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types for "
+                             "the input. Please check the type of the args.")
+        if not has_sym and not has_nd:
+            raise ValueError("In HybridBlock, there must be one NDArray or one Symbol in the input. "
+                             "Please check the type of the args.")
+        if has_nd:
+            with ctx:
                 if self._active:
+                    if len(ctxs) > 1:
+                        raise ValueError("Find multiple contexts in the input, After hybridized, the "
+                                         "HybridBlock only supports one input context. Find all "
+                                         f"contexts = {ctxs}")
                     return self._call_cached_op(x, *args)
-                return self._forward_imperative(x, *args)
-        if not isinstance(x, _symbol.Symbol):
-            raise MXNetError(f"HybridBlock requires the first argument to forward be either Symbol or "
-                             f"NDArray, but got {type(x)}")
+                return self._forward_imperative(ctx, x, *args)
         params = {k: v.var() for k, v in self._reg_params.items()}
         with self.name_scope():
             return self.hybrid_forward(_symbol, x, *args, **params)
@@ -464,6 +527,12 @@ class SymbolBlock(HybridBlock):
         syms, self._in_format = _flatten(inputs, "input")
         out, self._out_format = _flatten(outputs, "output")
         out = _symbol.Group(out)
+        # A graph runs dense Parameters only (MXNet asserts the same): a row_sparse weight needs
+        # a Trainer pulling its rows, which only an imperative Block can do.
+        for node in out.get_internals():
+            if node.attr("__storage_type__") == str(_STORAGE_TYPE_STR_TO_ID["row_sparse"]):
+                raise AssertionError(f"SymbolBlock doesn't support Parameter '{node.name}' because "
+                                     "its storage type is 'row_sparse'.")
         input_names = {s.name for s in syms}
         for name in out.list_arguments():
             if name not in input_names:

@@ -76,14 +76,14 @@ class Parameter:
             shape = (shape,)
         self._shape = None if shape is None else tuple(shape)
         self.name = name
-        self.dtype = np.dtype(dtype)
+        self._dtype = np.dtype(dtype)
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self.init = init
         for what, value in (("stype", stype), ("grad_stype", grad_stype)):
-            if value not in ("default", "row_sparse", "csr"):
-                raise MXNetError(f"Parameter '{name}': {what} must be 'default', 'row_sparse' or "
-                                 f"'csr', got {value!r}")
+            if value not in ("default", "row_sparse", "csr"):     # an AssertionError, as in MXNet
+                raise AssertionError(f"Parameter '{name}': {what} must be 'default', 'row_sparse' "
+                                     f"or 'csr', got {value!r}")
         self._stype = stype
         self._grad_stype = grad_stype
         self.grad_req = grad_req
@@ -110,6 +110,15 @@ class Parameter:
             self._data = OrderedDict((c, a.detach()) for c, a in self._data.items())
         elif self._data is not None:
             self._init_grad()
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The parameter's dtype; setting it casts the arrays (``cast``), as in MXNet."""
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, dtype) -> None:
+        self.cast(dtype)
 
     @property
     def shape(self) -> Optional[Tuple[int, ...]]:
@@ -348,7 +357,7 @@ class Parameter:
 
     def cast(self, dtype) -> None:
         """Change the dtype of the data and gradient arrays (``float16`` for mixed precision)."""
-        self.dtype = np.dtype(dtype)
+        self._dtype = np.dtype(dtype)
         self._var = None
         if self._data is None:
             return

@@ -54,8 +54,11 @@ def clip_global_norm(arrays: Sequence[NDArray], max_norm: float, check_isfinite:
     ctx = arrays[0].context
     squares = []
     for a in arrays:
-        x = a.reshape((-1,))
-        squares.append(nd.dot(x, x).as_in_context(ctx))
+        if a.stype == "default":
+            x = a.reshape((-1,))
+            squares.append(nd.dot(x, x).as_in_context(ctx))
+        else:       # a sparse array has no flat view: its norm reads the stored values only
+            squares.append(nd.square(a.norm()).reshape((1,)).as_in_context(ctx))
     total_norm = nd.sqrt(nd.add_n(*squares))
     if check_isfinite and not np.isfinite(total_norm.asscalar()):
         warnings.warn("nan or inf is detected. Clipping results will be undefined.", UserWarning,

@@ -158,9 +158,11 @@ class NDArrayIter(DataIter):
             if src.host.ndim <= self._axis:
                 raise MXNetError(f"NDArrayIter: input {src.name!r} of shape {src.host.shape} has no "
                                  f"batch axis {self._axis} (layout {self.layout!r})")
+        # As in MXNet, the first data array sets the number of examples; longer arrays beside it
+        # are read only up to that many (their tail never appears), shorter ones cannot serve.
         n = sources[0].host.shape[self._axis]
         for src in sources[1:]:
-            if src.host.shape[self._axis] != n:
+            if src.host.shape[self._axis] < n:
                 raise MXNetError(f"NDArrayIter: input {src.name!r} has {src.host.shape[self._axis]} "
                                  f"examples but {sources[0].name!r} has {n}")
         return n

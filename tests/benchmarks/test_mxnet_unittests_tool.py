@@ -31,6 +31,15 @@ def suite(tmp_path):
             import mxnet.ndarray
             assert mxnet.ndarray is mxref.ndarray and mx.nd.NDArray is mxref.nd.NDArray
 
+        def test_no_import_warnings():
+            # mxref's function-level relative imports must not warn under the alias
+            import warnings
+            import mxnet.ndarray.ndarray
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                mx.nd.ones((2, 3)).reshape((-1,)).asnumpy()
+            assert not [str(x.message) for x in w]
+
         def test_wrong():
             assert mx.nd.zeros((1,)).asnumpy()[0] == 1, "zeros is not one"
 
@@ -46,7 +55,8 @@ def test_alias_runs_tests_against_mxref_and_records_each_outcome(tool, suite):
     res = tool.run_file(sys.executable, str(suite), "test_fake.py", True, str(ROOT), 60, 300)
     outcomes = {k.split("::")[1]: v["outcome"] for k, v in res["tests"].items()}
     assert outcomes == {"test_ones": "passed", "test_same_module_object": "passed",
-                        "test_wrong": "failed", "test_skipped": "skipped"}
+                        "test_no_import_warnings": "passed", "test_wrong": "failed",
+                        "test_skipped": "skipped"}
     assert "zeros is not one" in res["tests"]["test_fake.py::test_wrong"]["reason"]
 
 

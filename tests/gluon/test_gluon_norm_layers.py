@@ -62,7 +62,13 @@ def test_ctc_loss(hybridize):
     tn = gluon.loss.CTCLoss(layout="TNC", label_layout="TN", weight=0.5)
     b = tn(mx.nd.array(pred.swapaxes(0, 1)), mx.nd.array(label.T)).asnumpy()
     np.testing.assert_allclose(b, 0.5 * a, rtol=1e-6)
-    c = loss(mx.nd.array(pred), mx.nd.array(label), mx.nd.array([10, 18]), mx.nd.array([1, 3])).asnumpy()
+    lengths = (mx.nd.array(pred), mx.nd.array(label), mx.nd.array([10, 18]), mx.nd.array([1, 3]))
+    if hybridize:     # as in MXNet, a hybridized block keeps the input structure of its first call
+        with pytest.raises(ValueError, match="argument structure"):
+            loss(*lengths)
+        loss = gluon.loss.CTCLoss()
+        loss.hybridize()
+    c = loss(*lengths).asnumpy()
     short = mx.nd.CTCLoss(mx.nd.array(pred[:1, :10].swapaxes(0, 1)), mx.nd.array(label[:1, :1]),
                           blank_label="last").asnumpy()
     np.testing.assert_allclose(c[0], short[0], rtol=1e-6)

@@ -255,3 +255,32 @@ def test_deferred_init_through_forward():
         out = net(mx.nd.ones((2, 5)))
     assert net.weight.shape == (3, 5)
     np.testing.assert_array_equal(out.asnumpy(), np.full((2, 3), 5.0))
+
+
+def test_dtype_setter_casts_and_load_takes_the_saved_dtype(tmp_path):
+    """Setting ``dtype`` casts the arrays (MXNet's setter calls ``cast``), so loading with
+    ``dtype_source='saved'`` into initialized parameters takes the file's dtypes."""
+    fname = str(tmp_path / "p.params")
+    params0 = gluon.ParameterDict("")
+    params0.get("w0", shape=(2, 2), dtype="float32")
+    params0.get("w1", shape=(2, 2), dtype="int8")
+    params0.initialize(mx.init.One())
+    params0.save(fname)
+    params1 = gluon.ParameterDict("")
+    params1.get("w0", shape=(2, 2), dtype="float16")
+    params1.get("w1", shape=(2, 2), dtype="float64")
+    params1.load(fname, cast_dtype=True, dtype_source="current")
+    assert params1["w0"].data().dtype == np.float16 and params1["w1"].data().dtype == np.float64
+    params1.load(fname, cast_dtype=True, dtype_source="saved")
+    assert params1["w0"].data().dtype == np.float32 and params1["w1"].data().dtype == np.int8
+    p = params1["w0"]
+    p.dtype = "float64"
+    assert p.dtype == np.float64 and p.data().dtype == np.float64 and p.grad().dtype == np.float64
+
+
+def test_bad_stype_is_an_assertion_error():
+    """An unknown stype or grad_stype fails as MXNet's assert does."""
+    with pytest.raises(AssertionError, match="stype"):
+        gluon.Parameter("weight", shape=(2, 2), stype="invalid")
+    with pytest.raises(AssertionError, match="grad_stype"):
+        gluon.Parameter("weight", shape=(2, 2), grad_stype="invalid")

@@ -124,3 +124,90 @@ def test_layers_match_mxnet(name, make):
     np.testing.assert_allclose(layer(x).asnumpy(), io[f"{name}_y"], rtol=1e-5, atol=1e-6)
     layer.hybridize()
     np.testing.assert_allclose(layer(x).asnumpy(), io[f"{name}_y"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_projection_equals_stacked_lstmp_cells(bidirectional):
+    """LSTM(projection_size=P) gives the outputs and states of LSTMPCells stacked with the same
+    weights (``h2r_weight``); the first state has P features, the cell state H."""
+    from mxref.gluon import contrib
+    mx.random.seed(1)
+    x = mx.nd.random.uniform(shape=(3, 2, 5))
+    fused = rnn.LSTM(6, projection_size=3, num_layers=2, bidirectional=bidirectional, prefix="lstm0_")
+    stack = rnn.HybridSequentialRNNCell(prefix="lstm0_")
+    with stack.name_scope():
+        for i in range(2):
+            cells = [contrib.rnn.LSTMPCell(6, projection_size=3, prefix=f"{d}{i}_") for d in "lr"]
+            stack.add(rnn.BidirectionalCell(*cells) if bidirectional else cells[0])
+    fused.initialize()
+    stack.initialize()
+    begin = fused.begin_state(2)
+    assert [s.shape for s in begin] == [(2 * (1 + bidirectional), 2, 3), (2 * (1 + bidirectional), 2, 6)]
+    fused.infer_shape(x, begin)
+    stack_params = stack.collect_params()
+    for name, value in fused.collect_params().items():
+        w = mx.nd.random.uniform(-0.5, 0.5, shape=value.shape)
+        value.set_data(w)
+        stack_params[name].set_data(w)
+    out, states = fused(x, begin)
+    want, want_states = stack.unroll(3, x, begin_state=stack.begin_state(batch_size=2), layout="TNC",
+                                     merge_outputs=True)
+    assert out.shape == (3, 2, 3 * (1 + bidirectional))
+    np.testing.assert_allclose(out.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+    if not bidirectional:      # stacked states: [r, c] per layer
+        np.testing.assert_allclose(states[0].asnumpy()[1], want_states[2].asnumpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(states[1].asnumpy()[1], want_states[3].asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_unfuse_shares_the_parameters():
+    """_unfuse gives cells over the layer's own Parameters: same outputs, no copy."""
+    x = mx.nd.ones((2, 2, 2))
+    layer = rnn.LSTM(2, num_layers=3, bidirectional=True)
+    cells = layer._unfuse()
+    layer.initialize(mx.init.Xavier())
+    assert set(cells.collect_params().keys()) == set(layer.collect_params().keys())
+    out = layer(x).asnumpy()
+    want = cells.unroll(2, x, layout="TNC", merge_outputs=True)[0].asnumpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_layer_inside_a_deferred_hybrid_block():
+    """A hybridized container whose graph cannot tell a fused RNN child's weight shapes runs its
+    first call op by op; every later call goes through the executor."""
+    net = mx.gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(rnn.LSTM(4, bidirectional=True), mx.gluon.nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.ones((2, 3, 5))
+    first = net(x).asnumpy()
+    assert net[0].l0_i2h_weight.shape == (16, 5)
+    np.testing.assert_allclose(net(x).asnumpy(), first, rtol=1e-6)
+    assert net._cached_execs       # bound on the second call
+
+
+def test_variational_dropout_cell():
+    """No dropout: the base cell's results. With dropout the input mask is the same at every step."""
+    from mxref.gluon import contrib
+    x = mx.nd.ones((2, 4, 3))
+    make = lambda: rnn.GRUCell(5, input_size=3, i2h_weight_initializer="ones",  # noqa: E731
+                               h2h_weight_initializer="ones")
+    cell, plain = contrib.rnn.VariationalDropoutCell(make()), make()
+    cell.initialize()
+    plain.initialize()
+    out, _ = cell.unroll(4, x, merge_outputs=True)
+    want, _ = plain.unroll(4, x, merge_outputs=True)
+    np.testing.assert_allclose(out.asnumpy(), want.asnumpy(), rtol=1e-6)
+    mx.random.seed(0)
+    drop = contrib.rnn.VariationalDropoutCell(rnn.RNNCell(5, input_size=3, i2h_weight_initializer="ones",
+                                                          h2h_weight_initializer="zeros"),
+                                              drop_inputs=0.5, drop_states=0.5)
+    drop.initialize()
+    with autograd.train_mode():
+        outs, _ = drop.unroll(4, x, merge_outputs=True)
+    steps = outs.asnumpy()
+    np.testing.assert_allclose(steps[:, 0], steps[:, 3], rtol=1e-6)   # one mask for the sequence
+    assert repr(drop).startswith("VariationalDropoutCell(p_out = 0.0, p_state = 0.5)")
+    with pytest.raises(AssertionError, match="BidirectionalCell"):
+        contrib.rnn.VariationalDropoutCell(rnn.BidirectionalCell(rnn.GRUCell(2), rnn.GRUCell(2)),
+                                           drop_states=0.1)

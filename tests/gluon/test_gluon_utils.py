@@ -40,6 +40,17 @@ def test_clip_global_norm():
         utils.clip_global_norm([mx.nd.array([np.inf, 1.0])], 1.0)
 
 
+def test_clip_global_norm_of_row_sparse_arrays():
+    """Sparse arrays count by their norm (they have no flat view); the result is the dense one's."""
+    dense = [mx.nd.ones((3, 3)), mx.nd.ones((4, 4))]
+    sparse = [a.tostype("row_sparse") for a in dense]
+    assert utils.clip_global_norm(sparse, 1.0) == pytest.approx(5.0)
+    utils.clip_global_norm(dense, 1.0)
+    for s, d in zip(sparse, dense):
+        assert s.stype == "row_sparse"
+        np.testing.assert_allclose(s.asnumpy(), d.asnumpy(), rtol=1e-6)
+
+
 def test_check_sha1(tmp_path):
     """check_sha1 compares a file's SHA-1 with the expected digest."""
     f = tmp_path / "x.bin"

@@ -130,6 +130,15 @@ def test_batches_are_copies():
     assert it.next().data[0].asnumpy()[0, 0, 0] == 0
 
 
+def test_longer_labels_are_cut_to_the_data():
+    """As in MXNet, the first data array sets the number of examples: longer labels are read only
+    up to it (MXNet's test_loss builds NDArrayIter(data[10:], labels of 20))."""
+    it = mx.io.NDArrayIter(DATA[:4], {"l": np.arange(10), "w": np.arange(10) * 2}, 2)
+    assert it.num_data == 4
+    batches = [(b.label[0].asnumpy().tolist(), b.label[1].asnumpy().tolist()) for b in it]
+    assert batches == [([0, 1], [0, 2]), ([2, 3], [4, 6])]
+
+
 def test_bad_arguments_raise():
     """Unknown mode, mismatched lengths, no batch axis and non-array input raise MXNetError."""
     with pytest.raises(MXNetError, match="last_batch_handle"):

@@ -120,7 +120,7 @@ def test_call_time_errors_name_op_and_argument(any_engine):
     with pytest.raises(mx.MXNetError, match="dtype"):
         a + mx.nd.ones((2, 3), dtype="int32")
     with pytest.raises(mx.MXNetError, match="unknown argument 'foo'"):
-        mx.nd.relu(a, foo=1)
+        mx.nd.Activation(a, act_type="relu", foo=1)
     with pytest.raises(mx.MXNetError, match="'mode' must be one of"):
         mx.nd._internal._test_nd_scale(a, mode="c")
     with pytest.raises(mx.MXNetError, match="invalid value 'x' for argument 'scale'"):
@@ -241,3 +241,15 @@ def test_pushed_function_drops_its_arrays_once_run(any_engine):
     del out
     gc.collect()
     assert ref() is None and pushed and pushed[0].arrays is None
+
+
+def test_ops_without_parameters_ignore_keywords():
+    """An operator with no parameters keeps unknown keywords as attributes and ignores them, as
+    MXNet's (``broadcast_maximum(a, b, axis=1)`` runs); ops with parameters reject them."""
+    a, b = mx.nd.array([0.0]), mx.nd.array([[-1.0, 2.0]])
+    np.testing.assert_allclose(mx.nd.broadcast_maximum(a, b, axis=1).asnumpy(), [[0.0, 2.0]])
+    s = mx.sym.broadcast_maximum(mx.sym.var("a"), mx.sym.var("b"), axis=1)
+    assert s.list_attr() == {"axis": "1"}
+    assert s.infer_shape(a=(1,), b=(1, 2))[1] == [(1, 2)]
+    with pytest.raises(mx.MXNetError, match="unknown argument 'foo'"):
+        mx.nd.sum(b, foo=1)

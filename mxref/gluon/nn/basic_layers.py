@@ -2,6 +2,8 @@
 ``Embedding``, ``Flatten``, ``LayerNorm``, ``Lambda``, ``HybridLambda``."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ... import ndarray as nd
@@ -24,6 +26,13 @@ class Sequential(Block):
         for block in self._children.values():
             x = block(x)
         return x
+
+    def hybridize(self, active: bool = True, **kwargs) -> None:
+        """Hybridize the HybridBlock children (warning when all are: HybridSequential is faster)."""
+        if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
+            warnings.warn(f"All children of this Sequential layer '{self.prefix}' are HybridBlocks. "
+                          "Consider using HybridSequential for the best performance.", stacklevel=2)
+        super().hybridize(active, **kwargs)
 
     def __getitem__(self, key):
         layers = list(self._children.values())[key]

@@ -30,22 +30,30 @@ class _RNNLayer(HybridBlock):
 
     def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                  i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer, h2h_bias_initializer,
-                 mode, dtype, **kwargs):
+                 mode, dtype, projection_size=None, h2r_weight_initializer=None, **kwargs):
         super().__init__(**kwargs)
         if layout not in ("TNC", "NTC"):
             raise ValueError(f"Invalid layout {layout}; must be one of ['TNC' or 'NTC']")
         self._hidden_size, self._num_layers, self._mode = hidden_size, num_layers, mode
         self._layout, self._dropout, self._dir = layout, dropout, 2 if bidirectional else 1
         self._input_size, self._dtype = input_size, dtype
+        self._projection_size = projection_size or None
+        self._initializers = dict(i2h_weight_initializer=i2h_weight_initializer,
+                                  h2h_weight_initializer=h2h_weight_initializer,
+                                  i2h_bias_initializer=i2h_bias_initializer,
+                                  h2h_bias_initializer=h2h_bias_initializer)
         self._gates = _GATES[mode]
         ng, ni, nh = self._gates, input_size, hidden_size
+        nr = self._projection_size or nh      # what the recurrence (and the next layer) sees
         for i in range(num_layers):
             for j in ["l", "r"][:self._dir]:
                 self._register_param(f"{j}{i}_i2h_weight", (ng * nh, ni), i2h_weight_initializer)
-                self._register_param(f"{j}{i}_h2h_weight", (ng * nh, nh), h2h_weight_initializer)
+                self._register_param(f"{j}{i}_h2h_weight", (ng * nh, nr), h2h_weight_initializer)
                 self._register_param(f"{j}{i}_i2h_bias", (ng * nh,), i2h_bias_initializer)
                 self._register_param(f"{j}{i}_h2h_bias", (ng * nh,), h2h_bias_initializer)
-            ni = nh * self._dir
+                if self._projection_size:
+                    self._register_param(f"{j}{i}_h2r_weight", (nr, nh), h2r_weight_initializer)
+            ni = nr * self._dir
 
     def _register_param(self, name, shape, init):
         p = self.params.get(name, shape=shape, init=init, allow_deferred_init=True, dtype=self._dtype)
@@ -63,7 +71,7 @@ class _RNNLayer(HybridBlock):
         bidirectional), so files stay compatible with cell-based models."""
         if prefix:
             prefix += "."
-        pattern = re.compile(r"(l|r)(\d+)_(i2h|h2h)_(weight|bias)\Z")
+        pattern = re.compile(r"(l|r)(\d+)_(i2h|h2h|h2r)_(weight|bias)\Z")
         ret = {}
         for key, val in self._reg_params.items():
             d, layer, g, t = pattern.match(key).groups()
@@ -71,10 +79,41 @@ class _RNNLayer(HybridBlock):
             ret[f"{prefix}_unfused.{layer}.{cell}{g}_{t}"] = val
         return ret
 
+    def _unfuse(self):
+        """The same network as a stack of cells sharing this layer's Parameters (by name):
+        ``HybridSequentialRNNCell`` of ``l{i}_`` cells (``BidirectionalCell`` of ``l{i}_`` and
+        ``r{i}_`` when bidirectional), with ``DropoutCell`` between layers when ``dropout``."""
+        from . import cell_wrappers, rnn_cell  # noqa: PLC0415 - the cells import this package
+        if self._projection_size:
+            raise AssertionError("_unfuse does not support projection layer yet!")
+
+        def make(prefix, input_size):
+            kwargs = dict(self._initializers, input_size=input_size, prefix=prefix)
+            if self._mode.startswith("rnn_"):
+                return rnn_cell.RNNCell(self._hidden_size, activation=self._mode[4:], **kwargs)
+            cls = rnn_cell.LSTMCell if self._mode == "lstm" else rnn_cell.GRUCell
+            return cls(self._hidden_size, **kwargs)
+
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            ni = self._input_size
+            for i in range(self._num_layers):
+                if self._dir == 2:
+                    stack.add(cell_wrappers.BidirectionalCell(make(f"l{i}_", ni), make(f"r{i}_", ni)))
+                else:
+                    stack.add(make(f"l{i}_", ni))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(cell_wrappers.DropoutCell(self._dropout))
+                ni = self._hidden_size * self._dir
+        return stack
+
     def state_info(self, batch_size: int = 0):
         shape = (self._num_layers * self._dir, batch_size, self._hidden_size)
         n = 2 if self._mode == "lstm" else 1
-        return [{"shape": shape, "__layout__": "LNC", "dtype": self._dtype} for _ in range(n)]
+        info = [{"shape": shape, "__layout__": "LNC", "dtype": self._dtype} for _ in range(n)]
+        if self._projection_size:     # LSTMP: h has the projected size, c the hidden size
+            info[0]["shape"] = shape[:2] + (self._projection_size,)
+        return info
 
     def begin_state(self, batch_size: int = 0, func=None, **kwargs):
         """Zero initial states (``func(shape=..., **kwargs)`` makes each one when given)."""
@@ -91,7 +130,7 @@ class _RNNLayer(HybridBlock):
         for i in range(self._num_layers):
             for j in ["l", "r"][:self._dir]:
                 getattr(self, f"{j}{i}_i2h_weight").shape = (self._gates * self._hidden_size, ni)
-            ni = self._hidden_size * self._dir
+            ni = (self._projection_size or self._hidden_size) * self._dir
 
     def __call__(self, inputs, states=None, **kwargs):
         if getattr(self, "skip_states", None) is not (states is None):
@@ -117,15 +156,16 @@ class _RNNLayer(HybridBlock):
                                      f"{state.shape}.")
         if self._layout == "NTC":
             inputs = F.swapaxes(inputs, dim1=0, dim2=1)
+        kinds = ("i2h", "h2h", "h2r") if self._projection_size else ("i2h", "h2h")
         params = [F.reshape(kwargs[f"{d}{layer}_{g}_{t}"], shape=(-1,)) for t in ("weight", "bias")
                   for layer in range(self._num_layers) for d in ["l", "r"][:self._dir]
-                  for g in ("i2h", "h2h")]
+                  for g in kinds if g != "h2r" or t == "weight"]
         params = F.concat(*params, dim=0)
         # States by keyword: the operator's argument list depends on `mode` (state_cell for lstm).
         named = dict(zip(("state", "state_cell"), states))
         rnn = F.RNN(data=inputs, parameters=params, **named, state_size=self._hidden_size,
                     num_layers=self._num_layers, bidirectional=self._dir == 2, p=self._dropout,
-                    state_outputs=True, mode=self._mode)
+                    state_outputs=True, mode=self._mode, projection_size=self._projection_size)
         outputs, states = rnn[0], ([rnn[1], rnn[2]] if self._mode == "lstm" else [rnn[1]])
         if self._layout == "NTC":
             outputs = F.swapaxes(outputs, dim1=0, dim2=1)
@@ -149,14 +189,20 @@ class RNN(_RNNLayer):
 
 
 class LSTM(_RNNLayer):
-    """Long short-term memory layer (gates in MXNet's order: input, forget, cell, output)."""
+    """Long short-term memory layer (gates in MXNet's order: input, forget, cell, output).
+
+    With ``projection_size`` P (LSTMP) each layer projects its hidden state, ``r_t = W_r h_t``
+    (``h2r_weight (P, H)``): the outputs and the first state have P features.
+    """
 
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0, bidirectional=False, input_size=0,
                  i2h_weight_initializer=None, h2h_weight_initializer=None, i2h_bias_initializer="zeros",
-                 h2h_bias_initializer="zeros", dtype="float32", **kwargs):
+                 h2h_bias_initializer="zeros", projection_size=None, h2r_weight_initializer=None,
+                 dtype="float32", **kwargs):
         super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                          i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, "lstm", dtype, **kwargs)
+                         h2h_bias_initializer, "lstm", dtype, projection_size=projection_size,
+                         h2r_weight_initializer=h2r_weight_initializer, **kwargs)
 
 
 class GRU(_RNNLayer):

@@ -9,6 +9,8 @@ matrix; ``dout_g`` is ``(F/G, N * prod(out))``)::
     dcol_g = W_g^T @ dout_g          ddata = col2im(dcol)
 
 The data gradient's columns are produced kernel-offset-major, so col2im adds contiguous blocks.
+A pointwise convolution (kernel 1, stride 1, no padding) has the data itself as its columns: it
+runs as batched GEMMs on ``(N, C, O)`` views, with no column matrix and no col2im.
 
 Backward dependencies: ``_backward_Convolution`` takes ``(ograd, data, weight)`` and recomputes the
 columns from ``data`` rather than keeping them (MXNet does the same, in its workspace).
@@ -96,9 +98,51 @@ def _group_weights(w, g):
     return w3.reshape(g, f // g, -1), w3.transpose(0, 3, 2, 1).reshape(g, -1, f // g)
 
 
+def _pointwise(k, s, pd) -> bool:
+    """A kernel of 1 with stride 1 and no padding: the columns would be a copy of the data."""
+    return all(v == 1 for v in k + s) and not any(pd)
+
+
+def _pointwise_forward(p, x, w, bias, out, req):
+    """``out[n] = W @ data[n] (+ bias)`` per group, straight into ``out`` when writing."""
+    (n, c), f, g = x.shape[:2], out.shape[1], p["num_group"]
+    cg, fg = c // g, f // g
+    x3, out3, w2 = x.reshape(n, c, -1), out.reshape(n, f, -1), w.reshape(f, cg)
+    res = out3 if req == "write" else np.empty(out3.shape, dtype=out.dtype)
+    for i in range(g):
+        np.matmul(w2[i * fg:(i + 1) * fg], x3[:, i * cg:(i + 1) * cg], out=res[:, i * fg:(i + 1) * fg])
+    if bias is not None:
+        res += bias[:, None]
+    if res is not out3:
+        assign(out3, req, res)
+
+
+def _pointwise_backward(p, og, x, w, outputs, req):
+    """``dW = sum_n dout[n] @ data[n]^T``, ``ddata[n] = W^T @ dout[n]``, ``dbias = sum dout``, per group."""
+    (n, c), f, g = x.shape[:2], og.shape[1], p["num_group"]
+    cg, fg = c // g, f // g
+    x3, og3, w2 = x.reshape(n, c, -1), og.reshape(n, f, -1), w.reshape(f, cg)
+    if req[1] != "null":
+        dw = np.empty((f, cg), dtype=og.dtype)
+        for i in range(g):
+            xg = x3[:, i * cg:(i + 1) * cg].swapaxes(1, 2)
+            dw[i * fg:(i + 1) * fg] = np.matmul(og3[:, i * fg:(i + 1) * fg], xg).sum(axis=0)
+        assign(outputs[1], req[1], dw.reshape(w.shape))
+    if req[0] != "null":
+        dx3 = outputs[0].reshape(x3.shape) if req[0] == "write" else np.empty(x3.shape, dtype=og.dtype)
+        for i in range(g):
+            np.matmul(w2[i * fg:(i + 1) * fg].T, og3[:, i * fg:(i + 1) * fg], out=dx3[:, i * cg:(i + 1) * cg])
+        if req[0] != "write":
+            assign(outputs[0], req[0], dx3.reshape(x.shape))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og3.sum(axis=(0, 2)))
+
+
 def forward(octx, p, inputs, outputs, req, columns=im2col.conv_columns):
     k, s, d, pd = geometry("Convolution", p)
     x, w, out, g = inputs[0], inputs[1], outputs[0], p["num_group"]
+    if _pointwise(k, s, pd):
+        return _pointwise_forward(p, x, w, None if p["no_bias"] else inputs[2], out, req[0])
     cols = columns(x, k, s, d, pd, out.shape[2:])  # (C*K, N*O)
     n, f = out.shape[:2]
     w2, ckg, fg = _group_weights(w, g)[0], cols.shape[0] // g, f // g
@@ -120,6 +164,8 @@ def forward(octx, p, inputs, outputs, req, columns=im2col.conv_columns):
 def backward(octx, p, inputs, outputs, req, columns=im2col.conv_columns, col2im=im2col.conv_col2im):
     k, s, d, pd = geometry("Convolution", p)
     og, x, w, g = inputs[0], inputs[1], inputs[2], p["num_group"]
+    if _pointwise(k, s, pd):
+        return _pointwise_backward(p, og, x, w, outputs, req)
     n, f = og.shape[:2]
     og3 = og.reshape(n, f, -1)
     og_f = np.empty((f, og3.shape[0] * og3.shape[2]), dtype=og.dtype)  # (F, N*O)

@@ -10,7 +10,8 @@ Math, for window ``w(o)`` of output position ``o`` over the padded input::
 padded input, which the ``'full'`` convention (output size rounded up) can reach. Max pooling pads
 with -inf. Forward and backward are one vectorised numpy operation per kernel offset. Backward
 dependencies: ``_backward_Pooling`` takes ``(ograd, data, output)`` (as MXNet); ``global_pool``
-makes the kernel the whole spatial extent.
+makes the kernel the whole spatial extent. Channel-last layouts (``NWC``, ``NHWC``, ``NDHWC``) run
+the same kernels on views with the channel axis moved next to the batch axis.
 
 Kernels: the numpy ``forward``/``backward`` are the reference; max pooling over 1-D/2-D windows of
 float32/float64 data registers the C loops of ``mxref/_ext/nn_kernels.pyx`` as 'cpu' kernels.
@@ -36,15 +37,30 @@ PARAMS = {
     "pad": Param("shape", (), doc="Padding per spatial axis; defaults to 0."),
     "p_value": Param("int_or_none", None, doc="Power of Lp pooling (unsupported)."),
     "count_include_pad": Param("any", None, doc="Whether avg pooling counts padding (default True)."),
-    "layout": Param("any", None, doc="Data layout; only channel-first layouts are supported."),
+    "layout": Param("any", None, doc="Data layout: NCW, NCHW, NCDHW (default) or NWC, NHWC, NDHWC."),
 }
+
+
+_CHANNEL_LAST = ("NWC", "NHWC", "NDHWC")
+
+
+def _channel_last(kernel):
+    """``kernel`` (written for channel-first arrays) run on channel-last ones through views that move
+    the channel axis to position 1; outputs are written through the same views."""
+    def run(octx, p, inputs, outputs, req):
+        if p["layout"] not in _CHANNEL_LAST:
+            return kernel(octx, p, inputs, outputs, req)
+        first = [np.moveaxis(a, -1, 1) for a in inputs], [np.moveaxis(a, -1, 1) for a in outputs]
+        return kernel(octx, p, *first, req)
+    run.__name__, run.__doc__ = kernel.__name__, kernel.__doc__
+    return run
 
 
 def _validate(p):
     if p["pool_type"] == "lp" or p["pooling_convention"] == "same":
         raise MXNetError("Pooling: pool_type 'lp' and pooling_convention 'same' are not supported")
-    if p["layout"] not in (None, "None", "NCW", "NCHW", "NCDHW"):
-        raise MXNetError(f"Pooling: layout {p['layout']!r} is not supported (channel-first only)")
+    if p["layout"] not in (None, "None", "NCW", "NCHW", "NCDHW") + _CHANNEL_LAST:
+        raise MXNetError(f"Pooling: layout {p['layout']!r} is not supported")
     if not p["global_pool"] and not 1 <= len(p["kernel"]) <= 3:
         raise MXNetError(f"Pooling: kernel must have 1, 2 or 3 dimensions, got {p['kernel']}")
 
@@ -69,8 +85,12 @@ def geometry(p, dshape):
 
 def infer_shape(p, in_shapes):
     d = in_shapes[0]
-    if d is None or not known(d[2:]):
+    last = p["layout"] in _CHANNEL_LAST
+    if d is None or not known(d[1:-1] if last else d[2:]):
         return list(in_shapes), [None]
+    if last:        # (N, *spatial, C): the geometry is the channel-first one's
+        first = (d[0], d[-1]) + tuple(d[1:-1])
+        return list(in_shapes), [(d[0],) + geometry(p, first)[3] + (d[-1],)]
     return list(in_shapes), [tuple(d[:2]) + geometry(p, d)[3]]
 
 
@@ -168,13 +188,14 @@ def _c_max_pool_backward(octx, p, inputs, outputs, req):
     assign(outputs[0], req[0], dx.reshape(x.shape))
 
 
-register(OpDef("Pooling", forward, params=PARAMS, infer_shape=infer_shape, infer_type=uniform_type(1),
-               gradient=gradient, validate=_validate, doc=__doc__))
-register(OpDef("_backward_Pooling", backward, arguments=["ograd", "data", "output"], params=PARAMS,
-               infer_shape=lambda p, s: (list(s), [s[1]]), infer_type=uniform_type(1)))
+register(OpDef("Pooling", _channel_last(forward), params=PARAMS, infer_shape=infer_shape,
+               infer_type=uniform_type(1), gradient=gradient, validate=_validate, doc=__doc__))
+register(OpDef("_backward_Pooling", _channel_last(backward), arguments=["ograd", "data", "output"],
+               params=PARAMS, infer_shape=lambda p, s: (list(s), [s[1]]), infer_type=uniform_type(1)))
 if C is not None:
-    register_kernel("Pooling", "cpu", _c_max_pool, applies=_c_takes, name="nn_kernels.max_pool_2d")
+    register_kernel("Pooling", "cpu", _channel_last(_c_max_pool), applies=_c_takes,
+                    name="nn_kernels.max_pool_2d")
     # Overlapping windows (stride < kernel) may add a position's gradients in another order.
-    register_kernel("_backward_Pooling", "cpu", _c_max_pool_backward, applies=_c_takes,
+    register_kernel("_backward_Pooling", "cpu", _channel_last(_c_max_pool_backward), applies=_c_takes,
                     name="nn_kernels.max_pool_2d_backward", exact=False,
                     tol={"float32": (1e-6, 1e-6), "float64": (1e-12, 1e-12)})

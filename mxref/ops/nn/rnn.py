@@ -5,12 +5,15 @@ order; ``*`` is elementwise)::
 
     rnn_tanh / rnn_relu   h_t = act(a_t)
     lstm  [i, f, g, o] = [sig, sig, tanh, sig](a_t)     c_t = f*c_{t-1} + i*g     h_t = o*tanh(c_t)
+          with projection_size P (LSTMP):  r_t = W_r h_t  is the output and the recurrent state
     gru   [r, z] = sig(a_t[:2H])     n = tanh(W_xn x_t + b_xn + r * (W_hn h_{t-1} + b_hn))
           h_t = (1 - z) * n + z * h_{t-1}
 
 ``data`` is ``(T, N, I)``; ``state``/``state_cell`` are ``(L * D, N, H)``. ``parameters`` is one
 flat vector laid out as MXNet and cuDNN do: first every weight — for each layer, for each direction,
-``W_x (G*H, in)`` then ``W_h (G*H, H)`` — then every bias in the same order, ``b_x`` then ``b_h``.
+``W_x (G*H, in)`` then ``W_h (G*H, H)`` (LSTMP: ``W_h (4H, P)`` then ``W_r (P, H)``) — then every
+bias in the same order, ``b_x`` then ``b_h``; with a projection ``state`` and the outputs have P
+features instead of H.
 Layer ``l > 0`` reads the concatenated directions of layer ``l - 1``, through dropout ``p`` in
 training. Outputs: ``output (T, N, D*H)``, the final ``state_output`` and ``statecell_output``
 (visible with ``state_outputs``) and the hidden dropout ``mask``. The gradient is
@@ -34,7 +37,7 @@ PARAMS = {
     "mode": Param("str", choices=("gru", "lstm", "rnn_relu", "rnn_tanh"), doc="The cell type."),
     "p": Param("float", 0.0, doc="Dropout probability applied to the outputs of all but the last layer."),
     "state_outputs": Param("bool", False, doc="Whether to output the final states."),
-    "projection_size": Param("int_or_none", None, doc="LSTM projection size (unsupported)."),
+    "projection_size": Param("int_or_none", None, doc="LSTM projection size (LSTMP)."),
     "lstm_state_clip_min": Param("float_or_none", None, doc="LSTM cell clipping (unsupported)."),
     "lstm_state_clip_max": Param("float_or_none", None, doc="LSTM cell clipping (unsupported)."),
     "lstm_state_clip_nan": Param("bool", False, doc="LSTM cell clipping (unsupported)."),
@@ -44,9 +47,11 @@ GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 
 def _validate(p):
-    if p["projection_size"] is not None or p["use_sequence_length"] or \
-            p["lstm_state_clip_min"] is not None or p["lstm_state_clip_max"] is not None:
-        raise MXNetError("RNN: projection_size, lstm_state_clip_* and use_sequence_length are not supported")
+    clip = p["lstm_state_clip_min"] is not None or p["lstm_state_clip_max"] is not None
+    if p["use_sequence_length"] or clip:
+        raise MXNetError("RNN: lstm_state_clip_* and use_sequence_length are not supported")
+    if p["projection_size"] is not None and (p["mode"] != "lstm" or p["projection_size"] <= 0):
+        raise MXNetError(f"RNN: projection_size={p['projection_size']} needs mode='lstm' and a positive size")
     if p["state_size"] <= 0 or p["num_layers"] <= 0 or not 0 <= p["p"] < 1:
         raise MXNetError("RNN: state_size and num_layers must be positive and 0 <= p < 1")
 
@@ -64,25 +69,36 @@ def _num_visible(p):
     return (3 if p["mode"] == "lstm" else 2) if p["state_outputs"] else 1
 
 
+def _state_size(p) -> int:
+    """Features of ``state`` and of each direction's output: P with a projection, else H."""
+    return p["projection_size"] or p["state_size"]
+
+
 def param_size(p, input_size: int) -> int:
     """Length of the flat ``parameters`` vector."""
-    h, d, g = p["state_size"], 2 if p["bidirectional"] else 1, GATES[p["mode"]]
-    return sum(d * g * h * ((input_size if i == 0 else d * h) + h + 2) for i in range(p["num_layers"]))
+    h, d, g, r = p["state_size"], 2 if p["bidirectional"] else 1, GATES[p["mode"]], _state_size(p)
+    proj = r * h if p["projection_size"] else 0
+    return sum(d * (g * h * ((input_size if i == 0 else d * r) + r + 2) + proj)
+               for i in range(p["num_layers"]))
 
 
 def unpack(p, flat: np.ndarray, input_size: int):
-    """Views ``[(W_x, W_h, b_x, b_h)]`` per (layer, direction) of the flat parameter vector."""
-    h, d, gh = p["state_size"], 2 if p["bidirectional"] else 1, GATES[p["mode"]] * p["state_size"]
+    """Views ``[(W_x, W_h, b_x, b_h, W_r or None)]`` per (layer, direction) of the flat vector."""
+    h, d, r = p["state_size"], 2 if p["bidirectional"] else 1, _state_size(p)
+    gh = GATES[p["mode"]] * h
+    nr = r * h if p["projection_size"] else 0
     weights, pos = [], 0
     for layer in range(p["num_layers"]):
-        n_in = input_size if layer == 0 else d * h
+        n_in = input_size if layer == 0 else d * r
         for _ in range(d):
             wx = flat[pos:pos + gh * n_in].reshape(gh, n_in)
-            wh = flat[pos + gh * n_in:pos + gh * (n_in + h)].reshape(gh, h)
-            weights.append([wx, wh])
-            pos += gh * (n_in + h)
+            wh = flat[pos + gh * n_in:pos + gh * (n_in + r)].reshape(gh, r)
+            pos += gh * (n_in + r)
+            wr = flat[pos:pos + nr].reshape(r, h) if nr else None
+            weights.append([wx, wh, wr])
+            pos += nr
     for w in weights:
-        w += [flat[pos:pos + gh], flat[pos + gh:pos + 2 * gh]]
+        w[2:2] = [flat[pos:pos + gh], flat[pos + gh:pos + 2 * gh]]
         pos += 2 * gh
     return weights
 
@@ -93,32 +109,33 @@ def infer_shape(p, in_shapes):
         return ins, [None] * len(_outputs(p))
     if len(d) != 3:
         raise MXNetError(f"RNN: data must be 3-D (T, N, C), got shape {tuple(d)}")
-    nd, h, L = 2 if p["bidirectional"] else 1, p["state_size"], p["num_layers"]
+    nd, h, L, r = 2 if p["bidirectional"] else 1, p["state_size"], p["num_layers"], _state_size(p)
     ins[1] = merge_shape("RNN", "parameters", ins[1], (param_size(p, d[2]),))
-    for k in range(2, len(ins)):
-        ins[k] = merge_shape("RNN", _arguments(p)[k], ins[k], (L * nd, d[1], h))
-    outs = [(d[0], d[1], nd * h)] + [(L * nd, d[1], h)] * (len(_outputs(p)) - 2)
+    states = [(L * nd, d[1], r), (L * nd, d[1], h)][:len(ins) - 2]    # state, state_cell
+    for k, shape in enumerate(states, 2):
+        ins[k] = merge_shape("RNN", _arguments(p)[k], ins[k], shape)
     # NOTE: at least one mask row even for one layer: a 0 dimension reads as "unknown" to the
     # executor's shape check (MXNet 1.x convention); the spare row is never used.
-    return ins, outs + [(max(L - 1, 1), d[0], d[1], nd * h)]
+    return ins, [(d[0], d[1], nd * r)] + states + [(max(L - 1, 1), d[0], d[1], nd * r)]
 
 
 def _sig(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _run(mode, xs, h, c, wx, wh, bx, bh, reverse):
-    """One direction of one layer; returns outputs (T, N, H), final h, c and the per-step cache."""
+def _run(mode, xs, h, c, wx, wh, bx, bh, wr, reverse):
+    """One direction of one layer; returns outputs (T, N, H or P), final h, c and the per-step cache."""
     xp = xs @ wx.T + bx
-    hs, cache, H = np.empty(xs.shape[:2] + (h.shape[1],), xs.dtype), [], h.shape[1]
+    hs, cache, H = np.empty(xs.shape[:2] + (h.shape[1],), xs.dtype), [], wx.shape[0] // GATES[mode]
     for t in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
         gh = h @ wh.T + bh
         if mode == "lstm":
             a = xp[t] + gh
             i, f, o, g = _sig(a[:, :H]), _sig(a[:, H:2 * H]), _sig(a[:, 3 * H:]), np.tanh(a[:, 2 * H:3 * H])
             c_new = f * c + i * g
-            cache.append((t, h, c, i, f, g, o, c_new))
-            c, h = c_new, o * np.tanh(c_new)
+            hidden = o * np.tanh(c_new)
+            cache.append((t, h, c, i, f, g, o, c_new, hidden))
+            c, h = c_new, (hidden if wr is None else hidden @ wr.T)
         elif mode == "gru":
             r, z = _sig(xp[t, :, :H] + gh[:, :H]), _sig(xp[t, :, H:2 * H] + gh[:, H:2 * H])
             n = np.tanh(xp[t, :, 2 * H:] + r * gh[:, 2 * H:])
@@ -133,15 +150,19 @@ def _run(mode, xs, h, c, wx, wh, bx, bh, reverse):
     return hs, h, c, cache
 
 
-def _run_back(mode, xs, wx, wh, cache, dhs, dh, dc):
-    """BPTT through one direction; returns dxs, dW_x, dW_h, db_x, db_h, dh0, dc0."""
+def _run_back(mode, xs, wx, wh, wr, cache, dhs, dh, dc):
+    """BPTT through one direction; returns dxs, dW_x, dW_h, db_x, db_h, dh0, dc0, dW_r."""
     dxp, dwh = np.zeros(xs.shape[:2] + (wx.shape[0],), xs.dtype), np.zeros_like(wh)
     dbh = np.zeros(wx.shape[0], xs.dtype)
+    dwr = None if wr is None else np.zeros_like(wr)
     for step in reversed(cache):
         t = step[0]
         dh = dh + dhs[t]
         if mode == "lstm":
-            _, h_prev, c_prev, i, f, g, o, c_t = step
+            _, h_prev, c_prev, i, f, g, o, c_t, hidden = step
+            if wr is not None:      # r_t = W_r h_t: through the projection first
+                dwr += dh.T @ hidden
+                dh = dh @ wr
             tc = np.tanh(c_t)
             dc = dc + dh * o * (1 - tc * tc)
             da = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f),
@@ -163,15 +184,15 @@ def _run_back(mode, xs, wx, wh, cache, dhs, dh, dc):
         dh = dh + dgh @ wh
         dbh += dgh.sum(axis=0)
     flat = dxp.reshape(-1, dxp.shape[2])
-    return dxp @ wx, flat.T @ xs.reshape(-1, xs.shape[2]), dwh, flat.sum(axis=0), dbh, dh, dc
+    return dxp @ wx, flat.T @ xs.reshape(-1, xs.shape[2]), dwh, flat.sum(axis=0), dbh, dh, dc, dwr
 
 
 def _forward_all(octx, p, x, flat, h0, c0, mask=None, keep_cache=False):
     """The whole stack; draws the dropout mask (training, p > 0) unless one is given."""
     nd, L, mode = 2 if p["bidirectional"] else 1, p["num_layers"], p["mode"]
     weights = unpack(p, flat, x.shape[2])
-    hy, cy = np.empty_like(h0), np.empty_like(h0)
-    masks = mask if mask is not None else np.ones((max(L - 1, 1),) + x.shape[:2] + (nd * p["state_size"],),
+    hy, cy = np.empty_like(h0), (np.empty_like(c0) if c0 is not None else None)
+    masks = mask if mask is not None else np.ones((max(L - 1, 1),) + x.shape[:2] + (nd * _state_size(p),),
                                                   x.dtype)
     caches, inputs, xs = [], [], x
     for layer in range(L):
@@ -205,29 +226,30 @@ def forward(octx, p, inputs, outputs, req):
 
 
 def backward(octx, p, inputs, outputs, req):
-    lstm, nvis, H = p["mode"] == "lstm", _num_visible(p), p["state_size"]
+    lstm, nvis, H = p["mode"] == "lstm", _num_visible(p), _state_size(p)
     heads, rest = inputs[:nvis], inputs[nvis:]
     x, flat, h0 = rest[0], rest[1], rest[2]
     c0, mask = (rest[3], rest[4]) if lstm else (None, rest[3])
     _, _, _, _, weights, caches, layer_in = _forward_all(octx, p, x, flat, h0, c0, mask, keep_cache=True)
     nd, L = 2 if p["bidirectional"] else 1, p["num_layers"]
     dhy = heads[1] if nvis > 1 else np.zeros_like(h0)
-    dcy = heads[2] if nvis > 2 else np.zeros_like(h0)
+    dcy = heads[2] if nvis > 2 else (np.zeros_like(c0) if lstm else None)
     dflat_w, dflat_b = [None] * len(weights), [None] * len(weights)
-    dh0, dc0, dout = np.zeros_like(h0), np.zeros_like(h0), heads[0]
+    dh0, dc0, dout = np.zeros_like(h0), (np.zeros_like(c0) if lstm else None), heads[0]
     for layer in reversed(range(L)):
         if layer < L - 1:
             dout = dout * mask[layer]
         xs, dxs = layer_in[layer], 0
         for dr in range(nd):
             k = layer * nd + dr
-            dx, dwx, dwh, dbx, dbh, dh0[k], dck = _run_back(
-                p["mode"], xs, weights[k][0], weights[k][1], caches[k], dout[..., dr * H:(dr + 1) * H],
-                dhy[k], dcy[k] if lstm else 0)
+            dx, dwx, dwh, dbx, dbh, dh0[k], dck, dwr = _run_back(
+                p["mode"], xs, weights[k][0], weights[k][1], weights[k][4], caches[k],
+                dout[..., dr * H:(dr + 1) * H], dhy[k], dcy[k] if lstm else 0)
             if lstm:
                 dc0[k] = dck
             dxs = dxs + dx
-            dflat_w[k], dflat_b[k] = [dwx.ravel(), dwh.ravel()], [dbx, dbh]
+            dflat_w[k] = [dwx.ravel(), dwh.ravel()] + ([dwr.ravel()] if dwr is not None else [])
+            dflat_b[k] = [dbx, dbh]
         dout = dxs
     grads = [dout, np.concatenate(sum(dflat_w, []) + sum(dflat_b, [])), dh0] + ([dc0] if lstm else [])
     for out, r, g in zip(outputs, req, grads):

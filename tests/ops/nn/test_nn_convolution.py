@@ -74,3 +74,19 @@ def test_known_output_fills_unknown_data_batch_and_stride1_size():
     res = out.eval(x=mx.nd.ones((5, 1, 6, 4)), i2h_weight=mx.nd.ones((3, 1, 3, 3)),
                    i2h_bias=mx.nd.zeros(3), h2h_weight=mx.nd.ones((3, 2, 3, 3)), h2h_bias=mx.nd.zeros(3))[0]
     assert res.shape == (5, 3, 6, 4) and res.asnumpy()[0, 0, 2, 2] == 9
+@pytest.mark.parametrize("num_group,shape", [(1, (3, 4, 5, 6)), (2, (2, 4, 7)), (2, (1, 4, 2, 3, 2))])
+def test_pointwise_convolution(num_group, shape):
+    """A 1-kernel, stride-1, unpadded convolution (batched GEMMs on the data, no columns) is
+    out[n, f] = sum_c W[f, c] data[n, c] + bias[f] per group; gradients by central differences."""
+    rng = np.random.default_rng(5)
+    nd = len(shape) - 2
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((6, shape[1] // num_group) + (1,) * nd)
+    b = rng.standard_normal(6)
+    kw = {"kernel": (1,) * nd, "num_filter": 6, "num_group": num_group}
+    out = forward("Convolution", [x, w, b], **kw)[0]
+    cg, fg = shape[1] // num_group, 6 // num_group
+    want = np.concatenate([np.einsum("fc,nc...->nf...", w[i * fg:(i + 1) * fg].reshape(fg, cg),
+                                     x[:, i * cg:(i + 1) * cg]) for i in range(num_group)], axis=1)
+    np.testing.assert_allclose(out, want + b.reshape((1, 6) + (1,) * nd), rtol=1e-12)
+    check_gradient("Convolution", [x, w, b], rtol=1e-6, atol=1e-8, **kw)

@@ -1,7 +1,7 @@
 """Pooling: max/avg/sum, global, valid/full, count_include_pad, 1-D/3-D, vs MXNet 1.9.1 and numerics."""
 import numpy as np
 import pytest
-from nn_check import check_fixture, check_gradient, fixture_cases, forward
+from nn_check import check_fixture, check_gradient, fixture_cases, forward, grads
 
 from mxref.base import MXNetError
 from mxref.ops import registry
@@ -53,3 +53,27 @@ def test_output_shapes():
     assert OP.infer_shape(glob, shape)[1] == [(1, 1, 1, 1)]
     with pytest.raises(MXNetError, match="Pooling"):
         OP.infer_shape(valid, [(1, 1, 6)])
+
+
+@pytest.mark.parametrize("layout,shape", [("NWC", (2, 9, 3)), ("NHWC", (2, 7, 6, 3)),
+                                          ("NDHWC", (1, 5, 4, 6, 2))])
+@pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
+def test_channel_last_layouts_equal_channel_first(layout, shape, pool_type):
+    """NWC/NHWC/NDHWC pool the same windows as the channel-first layout (outputs, shapes and
+    gradients), with the channel axis last; global pooling too."""
+    rng = np.random.default_rng(4)
+    nd = len(shape) - 2
+    x = rng.standard_normal(shape)
+    first = np.moveaxis(x, -1, 1)
+    for kw in ({"kernel": (3,) * nd, "stride": (2,) * nd, "pad": (1,) * nd}, {"global_pool": True,
+                                                                               "kernel": (1,) * nd}):
+        out = forward("Pooling", [x], pool_type=pool_type, layout=layout, **kw)[0]
+        want = forward("Pooling", [first], pool_type=pool_type, **kw)[0]
+        np.testing.assert_allclose(out, np.moveaxis(want, 1, -1), rtol=1e-12)
+        assert registry.get("Pooling").infer_shape(
+            registry.get("Pooling").parse_params(dict(kw, layout=layout, pool_type=pool_type)),
+            [shape])[1] == [out.shape]
+        og = rng.standard_normal(out.shape)
+        dx = grads("Pooling", [x], [og], pool_type=pool_type, layout=layout, **kw)[0]
+        dx_first = grads("Pooling", [first], [np.moveaxis(og, -1, 1)], pool_type=pool_type, **kw)[0]
+        np.testing.assert_allclose(dx, np.moveaxis(dx_first, 1, -1), rtol=1e-12)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from nn_check import check_fixture, check_gradient, fixture_cases, forward
 
+from mxref.base import MXNetError
 from mxref.ops import registry
 from mxref.ops.nn.rnn import param_size
 
@@ -65,3 +66,50 @@ def test_shapes():
     assert ins[1] == (4 * 4 * (6 + 4 + 2) + 4 * 4 * (4 + 4 + 2),) and ins[2] == ins[3] == (2, 3, 4)
     assert outs[:3] == [(5, 3, 4), (2, 3, 4), (2, 3, 4)]
     assert OP.num_visible_outputs(p) == 3
+
+
+def _lstmp_inputs(rng, layers, bidir, t=3, n=2, i=3, h=4, proj=2):
+    p = OP.parse_params({"state_size": h, "num_layers": layers, "mode": "lstm", "bidirectional": bidir,
+                         "projection_size": proj})
+    d = 2 if bidir else 1
+    return [rng.standard_normal((t, n, i)), rng.standard_normal(param_size(p, i)) * 0.5,
+            rng.standard_normal((layers * d, n, proj)), rng.standard_normal((layers * d, n, h))]
+
+
+def test_lstmp_one_step_is_the_projected_lstm():
+    """With projection_size P: weights W_x (4H, I), W_h (4H, P), W_r (P, H), then the biases;
+    r = W_r (o * tanh(c)) is both the output and the new state; c keeps H features."""
+    rng = np.random.default_rng(3)
+    x, flat, h0, c0 = _lstmp_inputs(rng, 1, False, t=1)
+    out, hy, cy, _ = forward("RNN", [x, flat, h0, c0], state_size=4, num_layers=1, mode="lstm",
+                          projection_size=2, state_outputs=True)
+    wx, wh = flat[:48].reshape(16, 3), flat[48:80].reshape(16, 2)
+    wr, bx, bh = flat[80:88].reshape(2, 4), flat[88:104], flat[104:120]
+    a = x[0] @ wx.T + bx + h0[0] @ wh.T + bh
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    c = sig(a[:, 4:8]) * c0[0] + sig(a[:, :4]) * np.tanh(a[:, 8:12])
+    r = (sig(a[:, 12:]) * np.tanh(c)) @ wr.T
+    assert out.shape == (1, 2, 2) and hy.shape == (1, 2, 2) and cy.shape == (1, 2, 4)
+    np.testing.assert_allclose(out[0], r, rtol=1e-6)
+    np.testing.assert_allclose(hy[0], r, rtol=1e-6)
+    np.testing.assert_allclose(cy[0], c, rtol=1e-6)
+
+
+def test_lstmp_gradient(rng):
+    """BPTT through the projection (two bidirectional layers) agrees with central differences."""
+    ins = _lstmp_inputs(rng, 2, True)
+    check_gradient("RNN", ins, state_size=4, num_layers=2, mode="lstm", bidirectional=True,
+                   projection_size=2, state_outputs=True, rtol=1e-5, atol=1e-6)
+
+
+def test_lstmp_shapes_and_errors():
+    """Shapes with a projection; projection_size needs mode='lstm'."""
+    p = OP.parse_params({"state_size": 4, "num_layers": 2, "mode": "lstm", "projection_size": 3,
+                         "bidirectional": True})
+    ins, outs = OP.infer_shape(p, [(5, 2, 6), None, None, None])
+    # per layer and direction 4H x (input + P) + P x H + 2 x 4H; layer 1 reads D * P = 6 features
+    assert ins[1] == (4 * (16 * (6 + 3) + 3 * 4 + 8 * 4),)
+    assert ins[2] == (4, 2, 3) and ins[3] == (4, 2, 4)
+    assert outs[0] == (5, 2, 6) and outs[-1] == (1, 5, 2, 6)
+    with pytest.raises(MXNetError, match="projection_size"):
+        OP.parse_params({"state_size": 4, "num_layers": 1, "mode": "gru", "projection_size": 2})
