@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import recordio
 from ..image.image import _decode
-from ..image.resize import resize as _resize
+from ..ops.image.resample import resize as _resize
 
 
 def list_image(root, recursive, exts):
