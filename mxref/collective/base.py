@@ -31,16 +31,20 @@ def parse_op(op: Any) -> int:
     return code
 
 
-def reducer(op: int, dtype: np.dtype) -> Callable[[np.ndarray, np.ndarray], None]:
-    """``f(dst, src)`` that folds ``src`` into ``dst`` in place with the operator ``op``."""
+def reduce_ufunc(op: int, dtype: np.dtype) -> np.ufunc:
+    """The binary ufunc that reduces with the operator ``op`` on ``dtype`` (checked)."""
     dtype = np.dtype(dtype)
     if op == BITOR and dtype.kind not in "iub":
         raise MXNetError(f"allreduce: op bitor needs an integer or bool buffer, got dtype {dtype}")
     if dtype.kind == "b" and op in (SUM, PROD):
         # NOTE: numpy's add/multiply on bools are or/and; say so instead of surprising.
-        ufunc = np.logical_or if op == SUM else np.logical_and
-    else:
-        ufunc = _UFUNCS[op]
+        return np.logical_or if op == SUM else np.logical_and
+    return _UFUNCS[op]
+
+
+def reducer(op: int, dtype: np.dtype) -> Callable[[np.ndarray, np.ndarray], None]:
+    """``f(dst, src)`` that folds ``src`` into ``dst`` in place with the operator ``op``."""
+    ufunc = reduce_ufunc(op, dtype)
 
     def fold(dst: np.ndarray, src: np.ndarray) -> None:
         ufunc(dst, src, out=dst)

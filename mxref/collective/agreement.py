@@ -1,0 +1,139 @@
+"""The allreduce agreement check as recursive doubling of a small header, carrying the data itself
+when the buffer is small and the link accepts shorter messages than the receive buffer (MPI).
+
+Every rank must pass the same count, dtype and op, and pick the same algorithm; otherwise ranks
+wait for messages that never come. The check reduces, under max, the header ::
+
+    [count, dtype, op, algorithm, -count, -dtype, -op, -algorithm, payload bytes, 0]   (int64)
+
+over recursive doubling's schedule (``halving.py``): the ranks agree iff afterwards the first half
+equals minus the second, and every rank ends with the same header, so all raise together.
+
+For a small buffer that recursive doubling reduces anyway, the check would double the latency
+(two exchanges instead of one), so the data rides behind the header in the same messages: each
+step sends ``header + payload`` and the receiver folds the payload only if the two headers are
+identical. A rank whose group saw a mismatch stops sending its payload (header only) and only
+folds headers from then on. Receives are posted with the largest message any rank may send
+(``80 + capacity`` bytes), so a rank that disagrees on the count sends a message that fits
+(MPI then delivers fewer bytes than the buffer holds; the header says what came). Links that
+insist on exact sizes (threads, TCP) run the header alone, 80 bytes, before the algorithm.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Dict, Tuple
+
+import numpy as np
+
+from ..base import MXNetError
+from . import algorithms
+from .base import OP_NAMES, Link
+from .halving import doubling_schedule, pow2_core
+
+HEAD_BYTES = 80
+_SAME = 72                 # the bytes two headers must share: values, negations, payload size
+_PACK = struct.Struct("<10q").pack_into
+ALGORITHM_IDS = {"doubling": 1, "rabenseifner": 2, "ring": 3, "tree": 4}
+_ALGORITHM_NAMES = {v: k for k, v in ALGORITHM_IDS.items()}
+_DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
+                ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                 "float16", "float32", "float64")}
+
+
+def describe(row) -> str:
+    count, dtype, op, algo = (int(x) for x in row[:4])
+    return (f"count={count}, dtype={_DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}, "
+            f"algorithm={_ALGORITHM_NAMES.get(algo, algo)}")
+
+
+class CheckedAllreduce:
+    """Per-engine state of the check: the schedule and two preallocated message buffers.
+
+    ``capacity`` is the largest payload (bytes) fused into the check's messages; it must be the
+    same on every rank (it comes from the algorithm table, which is).
+    """
+
+    def __init__(self, link: Link, capacity: int) -> None:
+        self.link = link
+        self.fuse = bool(getattr(link, "short_receives", False)) and capacity > 0
+        self.capacity = capacity if self.fuse else 0
+        self.out = np.zeros(HEAD_BYTES + self.capacity, np.uint8)
+        self.inc = np.zeros(HEAD_BYTES + self.capacity, np.uint8)
+        self._out_mv, self._inc_mv = memoryview(self.out)[:_SAME], memoryview(self.inc)[:_SAME]
+        self.out_head = self.out[:HEAD_BYTES].view(np.int64)
+        self.inc_head = self.inc[:HEAD_BYTES].view(np.int64)
+        rank, world = link.rank, link.world_size
+        _, rem, core = pow2_core(rank, world)
+        self.role = "give" if core < 0 else ("take" if rank < 2 * rem else "")
+        self.steps = doubling_schedule(rank, world)
+        self._views: Dict[Tuple[int, str], Tuple[np.ndarray, np.ndarray]] = {}
+
+    def _payloads(self, nbytes: int, dtype: np.dtype) -> Tuple[np.ndarray, np.ndarray]:
+        key = (nbytes, dtype.str)
+        views = self._views.get(key)
+        if views is None:
+            if len(self._views) > 64:
+                self._views.clear()
+            end = HEAD_BYTES + nbytes
+            views = (self.out[HEAD_BYTES:end].view(dtype), self.inc[HEAD_BYTES:end].view(dtype))
+            self._views[key] = views
+        return views
+
+    def __call__(self, buf: np.ndarray, op: int, algorithm: str, ufunc: np.ufunc) -> bool:
+        """Check agreement; True if ``buf`` was also reduced here (fused), False if the caller runs
+        ``algorithm`` now. ``MXNetError`` on every rank if the ranks disagree."""
+        link = self.link
+        nbytes = buf.nbytes
+        fused = self.fuse and algorithm == "doubling" and nbytes <= self.capacity
+        n, d, a = buf.size, buf.dtype.num, ALGORITHM_IDS[algorithm]
+        sent = nbytes if fused else 0
+        _PACK(self.out, 0, n, d, op, a, -n, -d, -op, -a, sent, 0)
+        mine = theirs = None
+        if fused:
+            mine, theirs = self._payloads(nbytes, buf.dtype)
+            mine[...] = buf
+        out, inc, agree = self.out, self.inc, True
+        if self.role == "give":      # off the core: hand over, then receive the final message
+            link.send(link.rank + 1, out[:HEAD_BYTES + sent])
+            link.recv(link.rank + 1, inc if self.fuse else inc[:HEAD_BYTES])
+            np.copyto(self.out_head, self.inc_head)
+            agree = self._agreed() and int(self.inc_head[8]) == sent
+            if agree and fused:
+                buf[...] = theirs
+        else:
+            if self.role == "take":
+                link.recv(link.rank - 1, inc if self.fuse else inc[:HEAD_BYTES])
+                agree = self._merge(agree, mine, theirs, True, ufunc)
+            for peer, peer_first in self.steps:
+                link.sendrecv(peer, out[:HEAD_BYTES + (sent if agree else 0)], peer,
+                              inc if self.fuse else inc[:HEAD_BYTES])
+                agree = self._merge(agree, mine, theirs, peer_first, ufunc)
+            if self.role == "take":
+                link.send(link.rank - 1, out[:HEAD_BYTES + (sent if agree else 0)])
+            if agree and fused:
+                buf[...] = mine
+        if not agree:
+            if self._agreed():     # same call everywhere, yet some rank sent no payload
+                raise MXNetError(f"allreduce: rank {link.rank}: the ranks agree on the call but not on "
+                                 "which sizes travel with the check; set MXREF_COLLECTIVE_ALLREDUCE "
+                                 "alike on every rank")
+            algorithms.raise_disagreement(link, "allreduce", ("count", "dtype", "op", "algorithm"),
+                                          (n, d, op, a), describe)
+        return fused
+
+    def _merge(self, agree: bool, mine, theirs, peer_first: bool, ufunc: np.ufunc) -> bool:
+        """Take in the message just received; whether this rank's group still agrees."""
+        if agree and self._out_mv == self._inc_mv:       # the common case: identical headers
+            if mine is not None:
+                if peer_first:
+                    ufunc(theirs, mine, out=mine)
+                else:
+                    ufunc(mine, theirs, out=mine)
+            return True
+        np.maximum(self.out_head[:8], self.inc_head[:8], out=self.out_head[:8])
+        self.out_head[8] = 0       # from now on this rank sends its header only
+        return False
+
+    def _agreed(self) -> bool:
+        h = self.out_head
+        return bool((h[:4] == -h[4:8]).all()) and h[8] >= 0
