@@ -62,21 +62,24 @@ class CheckedAllreduce:
         self._out_mv, self._inc_mv = memoryview(self.out)[:_SAME], memoryview(self.inc)[:_SAME]
         self.out_head = self.out[:HEAD_BYTES].view(np.int64)
         self.inc_head = self.inc[:HEAD_BYTES].view(np.int64)
+        self._head_msg, self._inc_msg = link.prepare(self.out[:HEAD_BYTES]), link.prepare(self.inc)
         rank, world = link.rank, link.world_size
         _, rem, core = pow2_core(rank, world)
         self.role = "give" if core < 0 else ("take" if rank < 2 * rem else "")
         self.steps = doubling_schedule(rank, world)
-        self._views: Dict[Tuple[int, str], Tuple[np.ndarray, np.ndarray]] = {}
+        self._fused: Dict[Tuple[int, str], tuple] = {}
 
-    def _payloads(self, nbytes: int, dtype: np.dtype) -> Tuple[np.ndarray, np.ndarray]:
+    def _fused_views(self, nbytes: int, dtype: np.dtype) -> tuple:
+        """``(mine, theirs, message)``: the payload views of both buffers and the prepared message."""
         key = (nbytes, dtype.str)
-        views = self._views.get(key)
+        views = self._fused.get(key)
         if views is None:
-            if len(self._views) > 64:
-                self._views.clear()
+            if len(self._fused) > 64:
+                self._fused.clear()
             end = HEAD_BYTES + nbytes
-            views = (self.out[HEAD_BYTES:end].view(dtype), self.inc[HEAD_BYTES:end].view(dtype))
-            self._views[key] = views
+            views = (self.out[HEAD_BYTES:end].view(dtype), self.inc[HEAD_BYTES:end].view(dtype),
+                     self.link.prepare(self.out[:end]))
+            self._fused[key] = views
         return views
 
     def __call__(self, buf: np.ndarray, op: int, algorithm: str, ufunc: np.ufunc) -> bool:
@@ -84,33 +87,36 @@ class CheckedAllreduce:
         ``algorithm`` now. ``MXNetError`` on every rank if the ranks disagree."""
         link = self.link
         nbytes = buf.nbytes
-        fused = self.fuse and algorithm == "doubling" and nbytes <= self.capacity
+        fused = self.fuse and nbytes <= self.capacity and algorithm == "doubling"
         n, d, a = buf.size, buf.dtype.num, ALGORITHM_IDS[algorithm]
-        sent = nbytes if fused else 0
-        _PACK(self.out, 0, n, d, op, a, -n, -d, -op, -a, sent, 0)
-        mine = theirs = None
+        _PACK(self.out, 0, n, d, op, a, -n, -d, -op, -a, nbytes if fused else 0, 0)
         if fused:
-            mine, theirs = self._payloads(nbytes, buf.dtype)
+            mine, theirs, message = self._fused_views(nbytes, buf.dtype)
             mine[...] = buf
-        out, inc, agree = self.out, self.inc, True
+        else:
+            mine = theirs = None
+            message = self._head_msg
+        head, inc, agree = self._head_msg, self._inc_msg, True
         if self.role == "give":      # off the core: hand over, then receive the final message
-            link.send(link.rank + 1, out[:HEAD_BYTES + sent])
-            link.recv(link.rank + 1, inc if self.fuse else inc[:HEAD_BYTES])
+            link.send(link.rank + 1, self.out[:HEAD_BYTES + (nbytes if fused else 0)])
+            link.recv(link.rank + 1, self.inc)
             np.copyto(self.out_head, self.inc_head)
-            agree = self._agreed() and int(self.inc_head[8]) == sent
+            agree = self._agreed() and int(self.inc_head[8]) == (nbytes if fused else 0)
             if agree and fused:
                 buf[...] = theirs
         else:
             if self.role == "take":
-                link.recv(link.rank - 1, inc if self.fuse else inc[:HEAD_BYTES])
-                agree = self._merge(agree, mine, theirs, True, ufunc)
-            for peer, peer_first in self.steps:
-                link.sendrecv(peer, out[:HEAD_BYTES + (sent if agree else 0)], peer,
-                              inc if self.fuse else inc[:HEAD_BYTES])
-                agree = self._merge(agree, mine, theirs, peer_first, ufunc)
+                link.recv(link.rank - 1, self.inc)
+                agree = self._merge(agree, mine, theirs, True, ufunc, mine)
+            last = len(self.steps) - 1
+            for i, (peer, peer_first) in enumerate(self.steps):
+                link.sendrecv_prepared(peer, message if agree else head, peer, inc)
+                # The last fold writes straight into the caller's buffer (one copy fewer).
+                dst = buf if i == last and fused and not self.role else mine
+                agree = self._merge(agree, mine, theirs, peer_first, ufunc, dst)
             if self.role == "take":
-                link.send(link.rank - 1, out[:HEAD_BYTES + (sent if agree else 0)])
-            if agree and fused:
+                link.send(link.rank - 1, self.out[:HEAD_BYTES + (nbytes if fused and agree else 0)])
+            if agree and fused and (self.role or not self.steps):
                 buf[...] = mine
         if not agree:
             if self._agreed():     # same call everywhere, yet some rank sent no payload
@@ -121,14 +127,15 @@ class CheckedAllreduce:
                                           (n, d, op, a), describe)
         return fused
 
-    def _merge(self, agree: bool, mine, theirs, peer_first: bool, ufunc: np.ufunc) -> bool:
-        """Take in the message just received; whether this rank's group still agrees."""
+    def _merge(self, agree: bool, mine, theirs, peer_first: bool, ufunc: np.ufunc, dst) -> bool:
+        """Take in the message just received (folding its payload into ``dst``); whether this
+        rank's group still agrees."""
         if agree and self._out_mv == self._inc_mv:       # the common case: identical headers
             if mine is not None:
                 if peer_first:
-                    ufunc(theirs, mine, out=mine)
+                    ufunc(theirs, mine, out=dst)
                 else:
-                    ufunc(mine, theirs, out=mine)
+                    ufunc(mine, theirs, out=dst)
             return True
         np.maximum(self.out_head[:8], self.inc_head[:8], out=self.out_head[:8])
         self.out_head[8] = 0       # from now on this rank sends its header only

@@ -20,6 +20,8 @@ OP_NAMES = {MAX: "max", MIN: "min", SUM: "sum", BITOR: "bitor", PROD: "prod"}
 
 def parse_op(op: Any) -> int:
     """Turn ``SUM`` / ``'sum'`` / ``2`` into the operator code, raising ``MXNetError`` on anything else."""
+    if type(op) is int and op in _UFUNCS:     # the common call, rabit.SUM: no further checks
+        return op
     if isinstance(op, str):
         code = _OP_NAMES.get(op.lower())
     elif isinstance(op, (int, np.integer)) and int(op) in _UFUNCS:
@@ -115,6 +117,14 @@ class Link:
                  tag: int = 0) -> None:
         """Send and receive at once; a ring step must not deadlock when every rank sends first."""
         raise NotImplementedError
+
+    def prepare(self, buf: np.ndarray) -> Any:
+        """``buf`` in the form ``sendrecv_prepared`` takes; made once for a buffer used many times."""
+        return buf
+
+    def sendrecv_prepared(self, send_peer: int, send_msg: Any, recv_peer: int, recv_msg: Any) -> None:
+        """``sendrecv`` of buffers made ready by ``prepare`` (tag 0); links may skip per-call work."""
+        self.sendrecv(send_peer, send_msg, recv_peer, recv_msg)
 
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         """Start sending ``buf``; it must not change until the request's ``test()`` is True."""
