@@ -125,7 +125,7 @@ def print_table(world, rows):
           + (" | MPI/mxref | MPI/nocheck |" if "mpi" in names else " |"))
     print("|---" * (2 + len(names) + (2 if "mpi" in names else 0)) + "|")
     for r in rows:
-        cells = " | ".join(f"{r[n]:.1f}" for n in names)
+        cells = " | ".join(f"{r[n]:.1f}" if n in r else "—" for n in names)
         ratios = f" | {r['mpi'] / r['mxref']:.2f} | {r['mpi'] / r['nocheck']:.2f}" if "mpi" in r else ""
         print(f"| {r['bytes']} | {r.get('algorithm', '')} | {cells}{ratios} |", flush=True)
     algos = [a for a in selection.ALGORITHMS if a in rows[0]]

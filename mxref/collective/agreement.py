@@ -32,7 +32,6 @@ from .halving import doubling_schedule, pow2_core
 
 HEAD_BYTES = 80
 _SAME = 72                 # the bytes two headers must share: values, negations, payload size
-_PACK = struct.Struct("<10q").pack_into
 ALGORITHM_IDS = {"doubling": 1, "rabenseifner": 2, "ring": 3, "tree": 4}
 _ALGORITHM_NAMES = {v: k for k, v in ALGORITHM_IDS.items()}
 _DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
@@ -68,6 +67,8 @@ class CheckedAllreduce:
         self.role = "give" if core < 0 else ("take" if rank < 2 * rem else "")
         self.steps = doubling_schedule(rank, world)
         self._fused: Dict[Tuple[int, str], tuple] = {}
+        self._heads: Dict[tuple, bytes] = {}
+        self._out_head_mv = memoryview(self.out)[:HEAD_BYTES]
 
     def _fused_views(self, nbytes: int, dtype: np.dtype) -> tuple:
         """``(mine, theirs, message)``: the payload views of both buffers and the prepared message."""
@@ -89,7 +90,14 @@ class CheckedAllreduce:
         nbytes = buf.nbytes
         fused = self.fuse and nbytes <= self.capacity and algorithm == "doubling"
         n, d, a = buf.size, buf.dtype.num, ALGORITHM_IDS[algorithm]
-        _PACK(self.out, 0, n, d, op, a, -n, -d, -op, -a, nbytes if fused else 0, 0)
+        key = (n, d, op, a, fused)
+        packed = self._heads.get(key)
+        if packed is None:     # the header of a call signature, packed once
+            if len(self._heads) > 256:
+                self._heads.clear()
+            packed = self._heads[key] = struct.pack("<10q", n, d, op, a, -n, -d, -op, -a,
+                                                  nbytes if fused else 0, 0)
+        self._out_head_mv[:] = packed
         if fused:
             mine, theirs, message = self._fused_views(nbytes, buf.dtype)
             mine[...] = buf

@@ -25,7 +25,8 @@ segment once and copies it.
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from functools import lru_cache
+from typing import Tuple
 
 import numpy as np
 
@@ -33,6 +34,7 @@ from .algorithms import segment_bounds
 from .base import Link
 
 
+@lru_cache(maxsize=256)
 def pow2_core(rank: int, world: int) -> Tuple[int, int, int]:
     """``(p, rem, core)``: the largest power of two ``p <= world``, ``rem = world - p``, and this
     rank's index in the core, or -1 for an even rank below ``2·rem`` (it only hands its buffer on)."""
@@ -48,18 +50,20 @@ def core_rank(core: int, rem: int) -> int:
     return 2 * core + 1 if core < rem else core + rem
 
 
-def doubling_schedule(rank: int, world: int) -> List[Tuple[int, bool]]:
+@lru_cache(maxsize=256)
+def doubling_schedule(rank: int, world: int) -> Tuple[Tuple[int, bool], ...]:
     """Recursive doubling's steps for ``rank``: ``(peer, peer_first)``, where ``peer_first`` says the
-    peer's partial result is the left operand of the fold."""
+    peer's partial result is the left operand of the fold. (Cached: small calls pay for every
+    microsecond.)"""
     p, rem, core = pow2_core(rank, world)
     if core < 0:
-        return []
+        return ()
     steps, mask = [], 1
     while mask < p:
         other = core ^ mask
         steps.append((core_rank(other, rem), other < core))
         mask <<= 1
-    return steps
+    return tuple(steps)
 
 
 def _fold(ufunc: np.ufunc, mine: np.ndarray, theirs: np.ndarray, theirs_first: bool) -> None:

@@ -58,10 +58,10 @@ def test_power_of_two_core_and_schedule():
     """W = 6: ranks 0 and 2 hand over to 1 and 3; the core (1, 3, 4, 5) pairs by XOR of core index."""
     assert [halving.pow2_core(r, 6)[2] for r in range(6)] == [-1, 0, -1, 1, 2, 3]
     assert [halving.core_rank(c, 2) for c in range(4)] == [1, 3, 4, 5]
-    assert halving.doubling_schedule(1, 6) == [(3, False), (4, False)]
-    assert halving.doubling_schedule(5, 6) == [(4, True), (3, True)]
-    assert halving.doubling_schedule(0, 6) == []
-    assert halving.pow2_core(0, 1) == (1, 0, 0) and halving.doubling_schedule(0, 1) == []
+    assert halving.doubling_schedule(1, 6) == ((3, False), (4, False))
+    assert halving.doubling_schedule(5, 6) == ((4, True), (3, True))
+    assert halving.doubling_schedule(0, 6) == ()
+    assert halving.pow2_core(0, 1) == (1, 0, 0) and halving.doubling_schedule(0, 1) == ()
 
 
 def test_table_parsing_choice_and_capacity():
