@@ -21,8 +21,8 @@ algorithm called bare, and the fastest per size is printed as a table for
 ``MXREF_COLLECTIVE_ALLREDUCE`` / ``selection.DEFAULT_TABLES``. Under the robust launcher the
 robust engine is timed (its per-call consensus header, input copy and result cache). The forms
 alternate within each round (machine drift hits them alike); a cell is the median over rounds of
-the per-round median of single calls, each call started after a barrier, and the slowest rank's
-value. Ratio = MPI's time / mxref's time: above 1 mxref is faster. The machine is shared, so the
+the per-round median of single back-to-back calls (a barrier starts each round), and the slowest
+rank's value. Ratio = MPI's time / mxref's time: above 1 mxref is faster. The machine is shared, so the
 load average is printed with the results.
 """
 from __future__ import annotations
@@ -61,12 +61,17 @@ def measure(forms, barrier, agree_max, rounds, budget):
     per_round = {name: [] for name in forms}
     for _ in range(rounds):
         for name, fn in forms.items():
+            # NOTE: no barrier between the calls of a round: back-to-back calls pace each other
+            # through their messages (as in a training loop), and a barrier per call, which
+            # busy-polls in MPI, made every call pay for the other rank's wake-up on a loaded machine.
+            barrier()
             times = []
+            t = time.perf_counter()
             for _ in range(reps[name]):
-                barrier()
-                t = time.perf_counter()
                 fn()
-                times.append(time.perf_counter() - t)
+                now = time.perf_counter()
+                times.append(now - t)
+                t = now
             per_round[name].append(statistics.median(times))
     return {name: agree_max(statistics.median(v)) for name, v in per_round.items()}
 

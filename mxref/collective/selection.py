@@ -11,8 +11,11 @@ check verifies it).
 The default tables were measured once per world size on loopback with
 ``benchmarks/bench_allreduce.py --tune`` (every algorithm at every size from 4 KiB to 64 MiB,
 medians of interleaved rounds; the fastest wins, and a row boundary sits at the last size an
-algorithm won; see ``docs/benchmarks.md``, "## Collective"). A world size without a measured
-table uses the table of the largest measured world size below it.
+algorithm won; a single size won by another algorithm by less than 15% goes to its neighbours'
+algorithm, and where all are within 15% (W=2 above 64 KiB, where the ring and Rabenseifner send
+the same messages) the one sending the fewest bytes is kept; see ``docs/benchmarks.md``,
+"## Collective"). A world size without a measured table uses the table of the largest measured
+world size below it.
 """
 from __future__ import annotations
 
@@ -27,13 +30,16 @@ from .base import Link
 from .halving import rabenseifner, recursive_doubling
 
 ALGORITHMS = ("doubling", "rabenseifner", "ring", "tree")
+# Measured 2026-12-03 on a 2-core machine shared with other jobs (load average 8-14), so W=3 and W=4
+# oversubscribe the cores and a message costs a scheduler wake-up: the fewest messages win up to
+# 4 MiB there. With a core per rank Rabenseifner would take the middle; measure with --tune.
 DEFAULT_TABLES: Dict[int, str] = {
-    2: "doubling:262144,ring",
-    3: "doubling:65536,rabenseifner:1048576,ring",
-    4: "doubling:65536,rabenseifner:1048576,ring",
+    2: "doubling:65536,ring",
+    3: "doubling:4194304,ring",
+    4: "doubling:4194304,rabenseifner:16777216,ring",
 }
 # The largest payload that rides with the agreement check's messages (agreement.py).
-FUSED_MAX_BYTES = 1 << 18
+FUSED_MAX_BYTES = 1 << 16
 
 
 class AlgorithmTable:
