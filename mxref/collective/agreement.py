@@ -21,7 +21,7 @@ insist on exact sizes (threads, TCP) run the header alone, 80 bytes, before the 
 from __future__ import annotations
 
 import struct
-from typing import Dict, Tuple
+from typing import Dict
 
 import numpy as np
 
@@ -65,74 +65,96 @@ class CheckedAllreduce:
         rank, world = link.rank, link.world_size
         _, rem, core = pow2_core(rank, world)
         self.role = "give" if core < 0 else ("take" if rank < 2 * rem else "")
-        self.steps = doubling_schedule(rank, world)
-        self._fused: Dict[Tuple[int, str], tuple] = {}
-        self._heads: Dict[tuple, bytes] = {}
+        steps = doubling_schedule(rank, world)
+        self._steps = tuple((peer, first, i == len(steps) - 1) for i, (peer, first) in enumerate(steps))
+        self._calls: Dict[tuple, tuple] = {}
         self._out_head_mv = memoryview(self.out)[:HEAD_BYTES]
 
-    def _fused_views(self, nbytes: int, dtype: np.dtype) -> tuple:
-        """``(mine, theirs, message)``: the payload views of both buffers and the prepared message."""
-        key = (nbytes, dtype.str)
-        views = self._fused.get(key)
-        if views is None:
-            if len(self._fused) > 64:
-                self._fused.clear()
+    def _prepare(self, buf: np.ndarray, op: int, algorithm: str) -> tuple:
+        """What a call signature needs, made once: the packed header, whether the payload is
+        fused, the payload views of both buffers, the prepared message and the header's values."""
+        if len(self._calls) > 256:
+            self._calls.clear()
+        nbytes = buf.nbytes
+        fused = self.fuse and nbytes <= self.capacity and algorithm == "doubling"
+        n, d, a = buf.size, buf.dtype.num, ALGORITHM_IDS[algorithm]
+        packed = struct.pack("<10q", n, d, op, a, -n, -d, -op, -a, nbytes if fused else 0, 0)
+        mine = theirs = None
+        message = self._head_msg
+        if fused:
             end = HEAD_BYTES + nbytes
-            views = (self.out[HEAD_BYTES:end].view(dtype), self.inc[HEAD_BYTES:end].view(dtype),
-                     self.link.prepare(self.out[:end]))
-            self._fused[key] = views
-        return views
+            mine, theirs = self.out[HEAD_BYTES:end].view(buf.dtype), self.inc[HEAD_BYTES:end].view(buf.dtype)
+            message = self.link.prepare(self.out[:end])
+        entry = self._calls[(buf.dtype, buf.size, op, algorithm)] = (packed, fused, mine, theirs, message,
+                                                                     (n, d, op, a))
+        return entry
 
     def __call__(self, buf: np.ndarray, op: int, algorithm: str, ufunc: np.ufunc) -> bool:
         """Check agreement; True if ``buf`` was also reduced here (fused), False if the caller runs
         ``algorithm`` now. ``MXNetError`` on every rank if the ranks disagree."""
-        link = self.link
-        nbytes = buf.nbytes
-        fused = self.fuse and nbytes <= self.capacity and algorithm == "doubling"
-        n, d, a = buf.size, buf.dtype.num, ALGORITHM_IDS[algorithm]
-        key = (n, d, op, a, fused)
-        packed = self._heads.get(key)
-        if packed is None:     # the header of a call signature, packed once
-            if len(self._heads) > 256:
-                self._heads.clear()
-            packed = self._heads[key] = struct.pack("<10q", n, d, op, a, -n, -d, -op, -a,
-                                                  nbytes if fused else 0, 0)
+        entry = self._calls.get((buf.dtype, buf.size, op, algorithm)) or self._prepare(buf, op, algorithm)
+        packed, fused, mine, theirs, message, ident = entry
         self._out_head_mv[:] = packed
-        if fused:
-            mine, theirs, message = self._fused_views(nbytes, buf.dtype)
-            mine[...] = buf
-        else:
-            mine = theirs = None
-            message = self._head_msg
+        if not fused:
+            return self._general(buf, ufunc, entry)
+        mine[...] = buf
+        if self.role:
+            return self._general(buf, ufunc, entry)
+        # The common call, written out: a core rank of a fused check (every rank when W = 2^k).
+        sendrecv, inc, out_mv, inc_mv = self.link.sendrecv_prepared, self._inc_msg, self._out_mv, self._inc_mv
+        for i, (peer, peer_first, last) in enumerate(self._steps):
+            sendrecv(peer, message, peer, inc)
+            if out_mv != inc_mv:
+                self._merge(False, None, None, False, ufunc, None)
+                self._disagree(i + 1, ident)
+            dst = buf if last else mine        # the last fold writes straight into the caller's buffer
+            if peer_first:
+                ufunc(theirs, mine, out=dst)
+            else:
+                ufunc(mine, theirs, out=dst)
+        return True
+
+    def _disagree(self, step: int, ident: tuple) -> None:
+        """A core rank that saw a mismatch: header-only exchanges from ``step`` on, then raise."""
+        for peer, peer_first, _ in self._steps[step:]:
+            self.link.sendrecv_prepared(peer, self._head_msg, peer, self._inc_msg)
+            self._merge(False, None, None, peer_first, None, None)
+        self._raise(ident)
+
+    def _raise(self, ident: tuple) -> None:
+        if self._agreed():     # same call everywhere, yet some rank sent no payload
+            raise MXNetError(f"allreduce: rank {self.link.rank}: the ranks agree on the call but not on "
+                             "which sizes travel with the check; set MXREF_COLLECTIVE_ALLREDUCE "
+                             "alike on every rank")
+        algorithms.raise_disagreement(self.link, "allreduce", ("count", "dtype", "op", "algorithm"),
+                                      ident, describe)
+
+    def _general(self, buf: np.ndarray, ufunc: np.ufunc, entry: tuple) -> bool:
+        """Any rank, fused or header only, including the ranks off the power-of-two core."""
+        link = self.link
+        _, fused, mine, theirs, message, ident = entry
+        nbytes = buf.nbytes if fused else 0
         head, inc, agree = self._head_msg, self._inc_msg, True
         if self.role == "give":      # off the core: hand over, then receive the final message
-            link.send(link.rank + 1, self.out[:HEAD_BYTES + (nbytes if fused else 0)])
+            link.send(link.rank + 1, self.out[:HEAD_BYTES + nbytes])
             link.recv(link.rank + 1, self.inc)
             np.copyto(self.out_head, self.inc_head)
-            agree = self._agreed() and int(self.inc_head[8]) == (nbytes if fused else 0)
+            agree = self._agreed() and int(self.inc_head[8]) == nbytes
             if agree and fused:
                 buf[...] = theirs
         else:
             if self.role == "take":
                 link.recv(link.rank - 1, self.inc)
                 agree = self._merge(agree, mine, theirs, True, ufunc, mine)
-            last = len(self.steps) - 1
-            for i, (peer, peer_first) in enumerate(self.steps):
+            for peer, peer_first, _ in self._steps:
                 link.sendrecv_prepared(peer, message if agree else head, peer, inc)
-                # The last fold writes straight into the caller's buffer (one copy fewer).
-                dst = buf if i == last and fused and not self.role else mine
-                agree = self._merge(agree, mine, theirs, peer_first, ufunc, dst)
+                agree = self._merge(agree, mine, theirs, peer_first, ufunc, mine)
             if self.role == "take":
-                link.send(link.rank - 1, self.out[:HEAD_BYTES + (nbytes if fused and agree else 0)])
-            if agree and fused and (self.role or not self.steps):
+                link.send(link.rank - 1, self.out[:HEAD_BYTES + (nbytes if agree else 0)])
+            if agree and fused:
                 buf[...] = mine
         if not agree:
-            if self._agreed():     # same call everywhere, yet some rank sent no payload
-                raise MXNetError(f"allreduce: rank {link.rank}: the ranks agree on the call but not on "
-                                 "which sizes travel with the check; set MXREF_COLLECTIVE_ALLREDUCE "
-                                 "alike on every rank")
-            algorithms.raise_disagreement(link, "allreduce", ("count", "dtype", "op", "algorithm"),
-                                          (n, d, op, a), describe)
+            self._raise(ident)
         return fused
 
     def _merge(self, agree: bool, mine, theirs, peer_first: bool, ufunc: np.ufunc, dst) -> bool:
