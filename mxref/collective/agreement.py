@@ -34,14 +34,14 @@ HEAD_BYTES = 80
 _SAME = 72                 # the bytes two headers must share: values, negations, payload size
 ALGORITHM_IDS = {"doubling": 1, "rabenseifner": 2, "ring": 3, "tree": 4}
 _ALGORITHM_NAMES = {v: k for k, v in ALGORITHM_IDS.items()}
-_DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
+DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
                 ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                  "float16", "float32", "float64")}
 
 
 def describe(row) -> str:
     count, dtype, op, algo = (int(x) for x in row[:4])
-    return (f"count={count}, dtype={_DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}, "
+    return (f"count={count}, dtype={DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}, "
             f"algorithm={_ALGORITHM_NAMES.get(algo, algo)}")
 
 

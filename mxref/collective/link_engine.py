@@ -8,15 +8,10 @@ import numpy as np
 
 from ..base import env_bool
 from . import algorithms, selection
-from .agreement import CheckedAllreduce
+from .agreement import DTYPE_NAMES, CheckedAllreduce
 from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, reduce_ufunc
 
 DEFAULT_CHUNK_BYTES = 1 << 18
-
-_DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
-                ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                 "float16", "float32", "float64")}
-
 
 def ring_mincount_from(value: Optional[int]) -> Optional[int]:
     """The older ring/tree threshold: the argument, else ``MXREF_COLLECTIVE_RING_MINCOUNT``, else None
@@ -29,7 +24,7 @@ def ring_mincount_from(value: Optional[int]) -> Optional[int]:
 
 def describe_call(row) -> str:
     count, dtype, op = (int(x) for x in row[:3])
-    return f"count={count}, dtype={_DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}"
+    return f"count={count}, dtype={DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}"
 
 
 class LinkEngine(Engine):
