@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
+from mpi_sweep import sweep_against_mpi
 from report import report
 
 from mxref import collective
@@ -20,34 +21,12 @@ from mxref.base import MXNetError
 
 comm = MPI.COMM_WORLD
 rank, world = comm.Get_rank(), comm.Get_size()
-MPI_OPS = {collective.SUM: MPI.SUM, collective.MAX: MPI.MAX, collective.MIN: MPI.MIN,
-           collective.PROD: MPI.PROD, collective.BITOR: MPI.BOR}
-DTYPES = ["float32", "float64", "int8", "int64", "uint32"]
-SIZES = [0, 1, world + 1, 4099]
 TABLES = ["doubling", "rabenseifner", "ring", "tree", None]     # None: the measured default
-
-
-def data(n, dtype, seed, r):
-    rng = np.random.default_rng(seed * 100 + r)
-    lo = -3 if np.dtype(dtype).kind in "if" else 0
-    return rng.integers(lo, 4, n).astype(dtype)
 
 
 def sweep(table, check):
     collective.init("mpi", algorithm=table, check=check)
-    seed = 0
-    for dtype in DTYPES:
-        ops = [collective.SUM, collective.MAX, collective.MIN, collective.PROD]
-        ops += [collective.BITOR] if np.dtype(dtype).kind in "iu" else []
-        for op in ops:
-            for n in SIZES:
-                seed += 1
-                mine = data(n, dtype, seed, rank)
-                want = np.empty_like(mine)
-                comm.Allreduce(mine, want, op=MPI_OPS[op])
-                collective.allreduce(mine, op)
-                if mine.tobytes() != want.tobytes():
-                    sys.exit(f"rank {rank} {table} check={check}: {dtype} op={op} n={n} differs from MPI")
+    sweep_against_mpi(comm, f"{table} check={check}")
     for n in (3, 1000, 70001):          # inexact sums: close to MPI's, the same bits everywhere
         x = np.random.default_rng(rank + n).standard_normal(n)
         want = np.empty_like(x)
