@@ -35,8 +35,8 @@ _SAME = 72                 # the bytes two headers must share: values, negations
 ALGORITHM_IDS = {"doubling": 1, "rabenseifner": 2, "ring": 3, "tree": 4}
 _ALGORITHM_NAMES = {v: k for k, v in ALGORITHM_IDS.items()}
 DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
-                ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                 "float16", "float32", "float64")}
+               ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                "float16", "float32", "float64")}
 
 
 def describe(row) -> str:
