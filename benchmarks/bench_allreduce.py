@@ -1,57 +1,191 @@
-"""Allreduce bus bandwidth and latency, 4 KB..64 MB: mxref ring / tree against mpi4py's ``Allreduce``.
+"""Allreduce latency and bandwidth, 4 KiB..64 MiB: mxref against mpi4py's ``Allreduce``, side by side.
 
-Run (loopback only)::
+One command measures every world size and prints one table (it starts the jobs itself, on
+loopback only: ``mpiexec -launcher fork -iface lo``, ``FI_TCP_IFACE=lo``)::
+
+    .venv/bin/python benchmarks/bench_allreduce.py --worlds 2 4              # mpi engine vs MPI
+    .venv/bin/python benchmarks/bench_allreduce.py --worlds 2 4 --robust     # + the robust engine
+    .venv/bin/python benchmarks/bench_allreduce.py --worlds 2 3 4 --tune     # + every algorithm bare
+
+Inside one job (what the driver runs)::
 
     FI_TCP_IFACE=lo .venv/bin/mpiexec -launcher fork -iface lo -n 4 \
         .venv/bin/python benchmarks/bench_allreduce.py
     .venv/bin/python -m mxref.tools.launch -n 4 --engine robust -- \
         .venv/bin/python benchmarks/bench_allreduce.py
 
-Under mpiexec every size is timed with MPI's own ``Allreduce`` (the limit), then mxref's ring and
-tree forced, then the automatic choice; under the robust launcher the robust engine is timed (its
-overhead: a header allgather and a copy per call). Bus bandwidth = 2(W-1)/W · bytes / time, the
-bytes each link must carry, so numbers compare across world sizes. Each cell is the best of the
-repeats (the machine this was written on is shared: the minimum is the stable estimate of what
-the code can do, the median mostly measures the neighbours). Rank 0 prints a markdown table.
+Under mpiexec each size is timed with MPI's own ``Allreduce`` (``mpi``), mxref's public
+``collective.allreduce`` (``mxref``: the measured algorithm table plus the agreement check, as a
+program gets it) and the same engine with the check off (``nocheck``); with ``--tune`` also every
+algorithm called bare, and the fastest per size is printed as a table for
+``MXREF_COLLECTIVE_ALLREDUCE`` / ``selection.DEFAULT_TABLES``. Under the robust launcher the
+robust engine is timed (its per-call consensus header, input copy and result cache). The forms
+alternate within each round (machine drift hits them alike); a cell is the median over rounds of
+the per-round median of single back-to-back calls (a barrier starts each round), and the slowest
+rank's value. Ratio = MPI's time / mxref's time: above 1 mxref is faster. The machine is shared, so the
+load average is printed with the results.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, ROOT)
 
 from mxref import collective  # noqa: E402
-from mxref.collective import algorithms  # noqa: E402
-from mxref.collective.base import SUM, reducer  # noqa: E402
+from mxref.collective import selection  # noqa: E402
+from mxref.collective.base import SUM  # noqa: E402
 
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 
 
-def timeit(fn, barrier, budget):
-    """Best seconds per call over repeats filling ``budget`` seconds (all ranks agree on the count)."""
-    fn()
-    barrier()
-    t0 = time.perf_counter()
-    fn()
-    reps = np.array([max(3, min(200, int(budget / max(time.perf_counter() - t0, 1e-6))))], np.int64)
-    reps = int(collective_max(reps))
-    times = []
-    for _ in range(reps):
+def measure(forms, barrier, agree_max, rounds, budget):
+    """``{name: seconds}``: median over ``rounds`` of each form's median single-call time."""
+    reps = {}
+    for name, fn in forms.items():
+        fn()
         barrier()
         t = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t)
-    return float(np.min(times))
+        one = time.perf_counter() - t
+        reps[name] = int(agree_max(max(3, min(400, int(budget / rounds / max(one, 1e-6))))))
+    per_round = {name: [] for name in forms}
+    for _ in range(rounds):
+        for name, fn in forms.items():
+            # NOTE: no barrier between the calls of a round: back-to-back calls pace each other
+            # through their messages (as in a training loop), and a barrier per call, which
+            # busy-polls in MPI, made every call pay for the other rank's wake-up on a loaded machine.
+            barrier()
+            times = []
+            t = time.perf_counter()
+            for _ in range(reps[name]):
+                fn()
+                now = time.perf_counter()
+                times.append(now - t)
+                t = now
+            per_round[name].append(statistics.median(times))
+    return {name: agree_max(statistics.median(v)) for name, v in per_round.items()}
 
 
-def collective_max(a):
-    collective.allreduce(a, collective.MAX)
-    return a[0]
+def run_mpi_job(args):
+    from mpi4py import MPI
+
+    from mxref.collective.mpi_engine import MPIEngine
+    comm = MPI.COMM_WORLD
+    collective.init("mpi")
+    eng = collective._engine()
+    bare = MPIEngine(check=False)
+    world = eng.world_size
+    results = []
+    for nbytes in [s for s in SIZES if s <= args.max_bytes]:
+        buf = np.zeros(nbytes // 4, np.float32)     # zeros: repeated sums stay the same
+        out = np.empty_like(buf)
+        forms = {"mpi": lambda buf=buf, out=out: comm.Allreduce(buf, out),
+                 "mxref": lambda buf=buf: collective.allreduce(buf, SUM),
+                 "nocheck": lambda buf=buf: bare.allreduce(buf, SUM)}
+        if args.tune:
+            for algo in selection.ALGORITHMS:
+                if algo != "tree" or nbytes <= 1 << 20:      # the tree loses by 4-13x above 1 MiB
+                    forms[algo] = lambda algo=algo, buf=buf: selection.run(eng.link, algo, buf, np.add)
+        t = measure(forms, comm.Barrier, lambda x: comm.allreduce(x, MPI.MAX), args.rounds, args.budget)
+        results.append({"bytes": nbytes, "algorithm": eng.table.choose(nbytes, buf.size, world),
+                        **{k: v * 1e6 for k, v in t.items()}})
+    bare.shutdown()
+    collective.finalize()
+    return world, results
+
+
+def run_robust_job(args):
+    collective.init("robust")
+    world = collective.get_world_size()
+
+    def agree_max(x):
+        a = np.array([x], np.float64)
+        collective.allreduce(a, collective.MAX)
+        return type(x)(a[0])
+    results = []
+    for nbytes in [s for s in SIZES if s <= args.max_bytes]:
+        buf = np.zeros(nbytes // 4, np.float32)
+        t = measure({"robust": lambda buf=buf: collective.allreduce(buf, SUM)},
+                    lambda: collective.allreduce(np.zeros(1), SUM), agree_max, args.rounds, args.budget)
+        results.append({"bytes": nbytes, "robust": t["robust"] * 1e6})
+    collective.finalize()
+    return world, results
+
+
+def print_table(world, rows):
+    """One job's table (markdown), rank 0 only."""
+    names = [k for k in rows[0] if k not in ("bytes", "algorithm")]
+    print(f"W={world}")
+    print("| bytes | algorithm | " + " | ".join(f"{n} µs" for n in names)
+          + (" | MPI/mxref | MPI/nocheck |" if "mpi" in names else " |"))
+    print("|---" * (2 + len(names) + (2 if "mpi" in names else 0)) + "|")
+    for r in rows:
+        cells = " | ".join(f"{r[n]:.1f}" if n in r else "—" for n in names)
+        ratios = f" | {r['mpi'] / r['mxref']:.2f} | {r['mpi'] / r['nocheck']:.2f}" if "mpi" in r else ""
+        print(f"| {r['bytes']} | {r.get('algorithm', '')} | {cells}{ratios} |", flush=True)
+    algos = [a for a in selection.ALGORITHMS if a in rows[0]]
+    if algos:
+        best = [(r["bytes"], min((a for a in algos if a in r), key=r.get)) for r in rows]
+        table = []
+        for nbytes, algo in best:
+            if table and table[-1][1] == algo:
+                table[-1] = (nbytes, algo)
+            else:
+                table.append((nbytes, algo))
+        print("fastest per size:", ",".join([f"{a}:{n}" for n, a in table[:-1]] + [table[-1][1]]))
+
+
+def drive(args, passthrough):
+    """Run one mpiexec job (and one robust job) per world size; print everything side by side."""
+    from mxref.tools import loopback
+    py = sys.executable
+    mpiexec = os.path.join(os.path.dirname(py), "mpiexec")
+    env = loopback.loopback_env(dict(os.environ, PYTHONPATH=ROOT))
+    load0 = os.getloadavg()
+    merged = []
+    with tempfile.TemporaryDirectory(prefix="mxref-bench-") as tmp:
+        for w in args.worlds:
+            jobs = [("mpi", [mpiexec, *loopback.MPIEXEC_FLAGS, "-n", str(w)])]
+            if args.robust:
+                jobs.append(("robust", [py, "-m", "mxref.tools.launch", "-n", str(w), "--engine", "robust",
+                                        "--"]))
+            rows = None
+            for kind, prefix in jobs:
+                out = os.path.join(tmp, f"{kind}{w}.json")
+                cmd = [*prefix, py, os.path.abspath(__file__), "--json", out, *passthrough]
+                proc = subprocess.run(cmd, env=env, cwd=ROOT, timeout=args.job_timeout)
+                if proc.returncode:
+                    raise SystemExit(f"{kind} job with {w} ranks failed ({proc.returncode})")
+                got = json.load(open(out))["rows"]
+                rows = got if rows is None else [dict(a, **b) for a, b in zip(rows, got)]
+            merged.append((w, rows))
+    load1 = os.getloadavg()
+    print(f"\nload average before {load0[0]:.1f}, after {load1[0]:.1f} ({os.cpu_count()} cores); "
+          f"{args.rounds} rounds, medians; ratio = MPI time / mxref time")
+    print("| W | bytes | algorithm | MPI µs | mxref µs | MPI/mxref | nocheck µs | MPI/nocheck |"
+          + (" robust µs | robust − mpi engine µs |" if args.robust else ""))
+    print("|---" * (8 + (2 if args.robust else 0)) + "|")
+    for w, rows in merged:
+        for r in rows:
+            line = (f"| {w} | {r['bytes']} | {r['algorithm']} | {r['mpi']:.1f} | {r['mxref']:.1f} | "
+                    f"{r['mpi'] / r['mxref']:.2f} | {r['nocheck']:.1f} | {r['mpi'] / r['nocheck']:.2f} |")
+            if args.robust:
+                line += f" {r['robust']:.1f} | {r['robust'] - r['mxref']:+.1f} |"
+            print(line)
+    if args.tune:
+        for w, rows in merged:
+            print_table(w, [{k: v for k, v in r.items() if k in selection.ALGORITHMS or k == "bytes"}
+                            for r in rows])
 
 
 def recovery(model_bytes: int) -> None:
@@ -83,52 +217,31 @@ def recovery(model_bytes: int) -> None:
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--worlds", type=int, nargs="*", help="driver: run a job per world size, print one table")
+    p.add_argument("--robust", action="store_true", help="driver: also time the robust engine")
+    p.add_argument("--tune", action="store_true", help="also time every algorithm bare; print the fastest")
     p.add_argument("--max-bytes", type=int, default=64 << 20)
-    p.add_argument("--budget", type=float, default=0.3, help="seconds of repeats per measurement")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--budget", type=float, default=1.0, help="seconds of calls per form and size")
+    p.add_argument("--job-timeout", type=float, default=1800)
+    p.add_argument("--json", default=None, help="write rank 0's rows here")
     p.add_argument("--recovery", type=int, default=0, metavar="BYTES",
                    help="robust launcher: time a killed worker's recovery with a model of BYTES")
     args = p.parse_args()
     if args.recovery:
         return recovery(args.recovery)
+    if args.worlds:
+        passthrough = ["--max-bytes", str(args.max_bytes), "--rounds", str(args.rounds),
+                       "--budget", str(args.budget)] + (["--tune"] if args.tune else [])
+        return drive(args, passthrough)
     robust = bool(os.environ.get("MXREF_TRACKER_URI"))
-    collective.init("robust" if robust else "mpi")
-    eng = collective._engine()
-    world, rank = eng.world_size, eng.rank
-    sizes = [s for s in SIZES if s <= args.max_bytes]
-    rows = []
-    if robust:
-        def barrier():
-            collective.allreduce(np.zeros(1), SUM)
-        for nbytes in sizes:
-            buf = np.zeros(nbytes // 4, np.float32)
-            t = timeit(lambda buf=buf: collective.allreduce(buf, SUM), barrier, args.budget)
-            rows.append((nbytes, {"robust": t}))
-    else:
-        from mpi4py import MPI
-        comm = MPI.COMM_WORLD
-        link, fold = eng.link, reducer(SUM, np.float32)
-        for nbytes in sizes:
-            buf = np.zeros(nbytes // 4, np.float32)
-            out = np.empty_like(buf)
-            t = {"mpi": timeit(lambda buf=buf, out=out: comm.Allreduce(buf, out), comm.Barrier, args.budget),
-                 "ring": timeit(lambda buf=buf: algorithms.ring_allreduce(link, buf, fold), comm.Barrier,
-                                args.budget),
-                 "tree": timeit(lambda buf=buf: algorithms.tree_allreduce(link, buf, fold, eng.chunk_bytes),
-                                comm.Barrier, args.budget),
-                 "auto": timeit(lambda buf=buf: collective.allreduce(buf, SUM), comm.Barrier, args.budget)}
-            rows.append((nbytes, t))
-    if rank == 0:
-        names = list(rows[0][1])
-        print(f"W={world} ({'robust engine, TCP' if robust else 'mpi engine'})")
-        print("| bytes | " + " | ".join(f"{n} µs | {n} GB/s" for n in names)
-              + ("" if robust else " | best mxref / MPI bw") + " |")
-        print("|---" * (1 + 2 * len(names) + (0 if robust else 1)) + "|")
-        for nbytes, t in rows:
-            bus = {n: 2 * (world - 1) / world * nbytes / t[n] / 1e9 if world > 1 else 0.0 for n in names}
-            cells = " | ".join(f"{t[n] * 1e6:.0f} | {bus[n]:.2f}" for n in names)
-            ratio = "" if robust else f" | {t['mpi'] / min(t['ring'], t['tree']):.2f}"
-            print(f"| {nbytes} | {cells}{ratio} |", flush=True)
-    collective.finalize()
+    world, rows = run_robust_job(args) if robust else run_mpi_job(args)
+    if int(os.environ.get("MXREF_RANK", os.environ.get("PMI_RANK", 0))) == 0:
+        print_table(world, rows)
+        print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"world": world, "rows": rows}, f)
 
 
 main()

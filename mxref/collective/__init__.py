@@ -102,9 +102,11 @@ def is_distributed() -> bool:
 
 def _flat_view(buf: Any, what: str) -> Tuple[np.ndarray, Optional[Any]]:
     """A flat numpy view sharing memory with ``buf``; NDArrays are first waited for."""
-    if hasattr(buf, "wait_to_write") and hasattr(buf, "_data"):   # an mx.nd.NDArray
-        buf.wait_to_write()
+    if type(buf) is not np.ndarray and hasattr(buf, "wait_to_write") and hasattr(buf, "_data"):
+        buf.wait_to_write()                                        # an mx.nd.NDArray
         return buf._data().reshape(-1), buf
+    if type(buf) is np.ndarray and buf.ndim == 1 and buf.flags.c_contiguous and buf.flags.writeable:
+        return buf, None                        # the common case, already flat
     if not isinstance(buf, np.ndarray):
         raise MXNetError(f"{what}: buf must be a numpy array or NDArray, got {type(buf).__name__}")
     if not buf.flags.c_contiguous or not buf.flags.writeable:

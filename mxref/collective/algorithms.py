@@ -117,15 +117,6 @@ def ring_allgather(link: Link, table: np.ndarray) -> None:
                       (rank - 1) % world, table[(rank - s - 1) % world])
 
 
-def allreduce(link: Link, buf: np.ndarray, fold: Fold, ring_mincount: int,
-              chunk_bytes: int = 1 << 18) -> None:
-    """Ring for buffers longer than ``ring_mincount`` elements (and at least W), else the tree."""
-    if buf.size > ring_mincount and buf.size >= link.world_size:
-        ring_allreduce(link, buf, fold)
-    else:
-        tree_allreduce(link, buf, fold, chunk_bytes)
-
-
 def broadcast_object(link: Link, obj: Any, root: int, allow_pickle: bool = False) -> Any:
     """Broadcast a value in ``codec.py``'s data-only encoding (arrays, numbers, strings, bytes,
     lists, tuples, dicts): its length first, then the bytes. Other Python objects are pickled
@@ -197,9 +188,17 @@ def check_agreement(link: Link, what: str, names: Sequence[str], values: Sequenc
     v = np.asarray(values, np.int64)
     both = np.concatenate([v, -v])
     tree_allreduce(link, both, lambda d, s: np.maximum(d, s, out=d))
-    k = v.size
-    if np.array_equal(both[:k], -both[k:]):
+    if np.array_equal(both[:v.size], -both[v.size:]):
         return
+    raise_disagreement(link, what, names, values, describe)
+
+
+def raise_disagreement(link: Link, what: str, names: Sequence[str], values: Sequence[int],
+                       describe: Optional[Callable[[Sequence[int]], str]] = None) -> None:
+    """Every rank calls this once all know that they disagree: gather every rank's ``values`` and
+    raise ``MXNetError`` naming the odd ones out."""
+    v = np.asarray(values, np.int64)
+    k = v.size
     table = np.zeros((link.world_size, k), np.int64)
     table[link.rank] = v
     ring_allgather(link, table)

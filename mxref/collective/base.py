@@ -20,6 +20,8 @@ OP_NAMES = {MAX: "max", MIN: "min", SUM: "sum", BITOR: "bitor", PROD: "prod"}
 
 def parse_op(op: Any) -> int:
     """Turn ``SUM`` / ``'sum'`` / ``2`` into the operator code, raising ``MXNetError`` on anything else."""
+    if type(op) is int and op in _UFUNCS:     # the common call, rabit.SUM: no further checks
+        return op
     if isinstance(op, str):
         code = _OP_NAMES.get(op.lower())
     elif isinstance(op, (int, np.integer)) and int(op) in _UFUNCS:
@@ -31,16 +33,20 @@ def parse_op(op: Any) -> int:
     return code
 
 
-def reducer(op: int, dtype: np.dtype) -> Callable[[np.ndarray, np.ndarray], None]:
-    """``f(dst, src)`` that folds ``src`` into ``dst`` in place with the operator ``op``."""
+def reduce_ufunc(op: int, dtype: np.dtype) -> np.ufunc:
+    """The binary ufunc that reduces with the operator ``op`` on ``dtype`` (checked)."""
     dtype = np.dtype(dtype)
     if op == BITOR and dtype.kind not in "iub":
         raise MXNetError(f"allreduce: op bitor needs an integer or bool buffer, got dtype {dtype}")
     if dtype.kind == "b" and op in (SUM, PROD):
         # NOTE: numpy's add/multiply on bools are or/and; say so instead of surprising.
-        ufunc = np.logical_or if op == SUM else np.logical_and
-    else:
-        ufunc = _UFUNCS[op]
+        return np.logical_or if op == SUM else np.logical_and
+    return _UFUNCS[op]
+
+
+def reducer(op: int, dtype: np.dtype) -> Callable[[np.ndarray, np.ndarray], None]:
+    """``f(dst, src)`` that folds ``src`` into ``dst`` in place with the operator ``op``."""
+    ufunc = reduce_ufunc(op, dtype)
 
     def fold(dst: np.ndarray, src: np.ndarray) -> None:
         ufunc(dst, src, out=dst)
@@ -111,6 +117,14 @@ class Link:
                  tag: int = 0) -> None:
         """Send and receive at once; a ring step must not deadlock when every rank sends first."""
         raise NotImplementedError
+
+    def prepare(self, buf: np.ndarray) -> Any:
+        """``buf`` in the form ``sendrecv_prepared`` takes; made once for a buffer used many times."""
+        return buf
+
+    def sendrecv_prepared(self, send_peer: int, send_msg: Any, recv_peer: int, recv_msg: Any) -> None:
+        """``sendrecv`` of buffers made ready by ``prepare`` (tag 0); links may skip per-call work."""
+        self.sendrecv(send_peer, send_msg, recv_peer, recv_msg)
 
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         """Start sending ``buf``; it must not change until the request's ``test()`` is True."""

@@ -7,29 +7,24 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from ..base import env_bool
-from . import algorithms
-from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, reducer
+from . import algorithms, selection
+from .agreement import DTYPE_NAMES, CheckedAllreduce
+from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, reduce_ufunc
 
-# Measured with benchmarks/bench_allreduce.py (docs/benchmarks.md "## Collective"): above this many
-# elements the ring's lower bytes-per-rank beats the tree's fewer message latencies.
-DEFAULT_RING_MINCOUNT = 1 << 15
 DEFAULT_CHUNK_BYTES = 1 << 18
 
-_DTYPE_NAMES = {np.dtype(t).num: np.dtype(t).name for t in
-                ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                 "float16", "float32", "float64")}
-
-
-def ring_mincount_from(value: Optional[int]) -> int:
-    """The ring/tree threshold: the argument, else ``MXREF_COLLECTIVE_RING_MINCOUNT``, else the default."""
+def ring_mincount_from(value: Optional[int]) -> Optional[int]:
+    """The older ring/tree threshold: the argument, else ``MXREF_COLLECTIVE_RING_MINCOUNT``, else None
+    (the measured algorithm table decides, ``selection.py``)."""
     if value is not None:
         return int(value)
-    return int(os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT") or DEFAULT_RING_MINCOUNT)
+    env = os.environ.get("MXREF_COLLECTIVE_RING_MINCOUNT")
+    return int(env) if env else None
 
 
 def describe_call(row) -> str:
     count, dtype, op = (int(x) for x in row[:3])
-    return f"count={count}, dtype={_DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}"
+    return f"count={count}, dtype={DTYPE_NAMES.get(dtype, dtype)}, op={OP_NAMES.get(op, op)}"
 
 
 class LinkEngine(Engine):
@@ -40,20 +35,28 @@ class LinkEngine(Engine):
     link : Link
         The point-to-point transport.
     check : bool
-        Before each collective, verify that all ranks pass the same count, dtype and op (one tiny
-        tree allreduce), so a mismatch is an error naming the ranks instead of a hang.
+        Before each collective, verify that all ranks pass the same count, dtype and op (and pick
+        the same algorithm), so a mismatch is an error naming the ranks instead of a hang: a small
+        header reduced by recursive doubling, which on MPI carries small buffers itself
+        (``agreement.py``); broadcasts check the root with a tiny tree allreduce.
         ``MXREF_COLLECTIVE_CHECK=0`` turns it off.
-    ring_mincount : int
-        Buffers with more elements use the ring, smaller ones the tree
+    algorithm : str, optional
+        The allreduce algorithm table (``selection.py``): ``'doubling:65536,ring'`` or one name;
+        default ``MXREF_COLLECTIVE_ALLREDUCE``, else the table measured for this world size.
+    ring_mincount : int, optional
+        The older rule instead of the table: the ring above this many elements, the tree below
         (``MXREF_COLLECTIVE_RING_MINCOUNT``).
     """
 
     def __init__(self, link: Link, check: bool = True, ring_mincount: Optional[int] = None,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, algorithm: Optional[str] = None) -> None:
         self.link = link
         self.rank, self.world_size = link.rank, link.world_size
         self.check = check and os.environ.get("MXREF_COLLECTIVE_CHECK", "1") != "0"
         self.ring_mincount = ring_mincount_from(ring_mincount)
+        self.table = selection.table_for(self.world_size, algorithm, self.ring_mincount)
+        self._checked = CheckedAllreduce(link, self.table.fused_capacity()) if self.world_size > 1 else None
+        self._ufuncs: dict = {}
         self.chunk_bytes = chunk_bytes
         self.seqno = 0   # collectives since the last checkpoint, as Rabit's seq_counter
         self._ckpt = InMemoryCheckpoints()
@@ -63,11 +66,16 @@ class LinkEngine(Engine):
     def allreduce(self, buf: np.ndarray, op: int, prepare_fun: Optional[Callable[[], None]] = None) -> None:
         if prepare_fun is not None:
             prepare_fun()
-        if self.check:
-            algorithms.check_agreement(self.link, "allreduce", ("count", "dtype", "op"),
-                                       (buf.size, buf.dtype.num, op), describe_call)
-        fold = reducer(op, buf.dtype)
-        algorithms.allreduce(self.link, buf, fold, self.ring_mincount, self.chunk_bytes)
+        # NOTE: the per-call path of small buffers; every microsecond here is one MPI does not pay.
+        key = (op, buf.dtype.num)
+        ufunc = self._ufuncs.get(key)
+        if ufunc is None:
+            ufunc = self._ufuncs[key] = reduce_ufunc(op, buf.dtype)
+        if self._checked is not None:
+            algorithm = self.table.choose(buf.nbytes, buf.size, self.world_size)
+            # With the check on, a small buffer travels inside the check's own messages.
+            if not (self.check and self._checked(buf, op, algorithm, ufunc)):
+                selection.run(self.link, algorithm, buf, ufunc, self.chunk_bytes)
         self.seqno += 1
 
     def broadcast(self, obj: Any, root: int) -> Any:

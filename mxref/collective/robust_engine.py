@@ -33,8 +33,8 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError, env_bool
-from . import algorithms, codec
-from .base import Engine, LinkError, reducer, register
+from . import algorithms, codec, selection
+from .base import Engine, LinkError, reduce_ufunc, register
 from .link_engine import DEFAULT_CHUNK_BYTES, describe_call, ring_mincount_from
 
 LOAD, COLLECTIVE, CHECKPOINT, SHUTDOWN = 1, 2, 3, 4
@@ -116,7 +116,8 @@ class RobustEngine(Engine):
     def __init__(self, world: Any = None, rank: Optional[int] = None, attempt: Optional[int] = None,
                  link: Any = None, ring_mincount: Optional[int] = None,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, global_replica: Optional[int] = None,
-                 local_replica: Optional[int] = None, allow_pickle: Optional[bool] = None) -> None:
+                 local_replica: Optional[int] = None, allow_pickle: Optional[bool] = None,
+                 algorithm: Optional[str] = None) -> None:
         self.allow_pickle = env_bool("MXREF_ALLOW_PICKLE", False) if allow_pickle is None \
             else bool(allow_pickle)
         if link is None:
@@ -131,6 +132,7 @@ class RobustEngine(Engine):
         self.rank, self.world_size = link.rank, link.world_size
         self.attempt = int(attempt if attempt is not None else os.environ.get("MXREF_NUM_ATTEMPT", 0))
         self.ring_mincount = ring_mincount_from(ring_mincount)
+        self.table = selection.table_for(self.world_size, algorithm, self.ring_mincount)
         self.chunk_bytes = chunk_bytes
         replicas = int(global_replica or os.environ.get("MXREF_ROBUST_GLOBAL_REPLICA", 5))
         self.round = max(self.world_size // max(replicas, 1), 1)
@@ -155,8 +157,8 @@ class RobustEngine(Engine):
                 prepare_fun()
                 prepared.append(True)
             work = buf.copy()
-            algorithms.allreduce(self.link, work, reducer(op, buf.dtype), self.ring_mincount,
-                                 self.chunk_bytes)
+            selection.run(self.link, self.table.choose(buf.nbytes, buf.size, self.world_size), work,
+                          reduce_ufunc(op, buf.dtype), self.chunk_bytes)
             return work
         result = self._run(COLLECTIVE, meta, execute)
         buf[...] = result

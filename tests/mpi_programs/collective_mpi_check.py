@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 from mpi4py import MPI
+from mpi_sweep import sweep_against_mpi
 from report import report
 
 from mxref import collective
@@ -14,36 +15,12 @@ from mxref.base import MXNetError
 
 comm = MPI.COMM_WORLD
 rank, world = comm.Get_rank(), comm.Get_size()
-MPI_OPS = {collective.SUM: MPI.SUM, collective.MAX: MPI.MAX, collective.MIN: MPI.MIN,
-           collective.PROD: MPI.PROD, collective.BITOR: MPI.BOR}
-DTYPES = ["float32", "float64", "int8", "int64", "uint32"]
-SIZES = [0, 1, world + 1, 4099]
-
-
-def data(n, dtype, seed, r):
-    rng = np.random.default_rng(seed * 100 + r)
-    lo = -3 if np.dtype(dtype).kind in "if" else 0
-    return rng.integers(lo, 4, n).astype(dtype)
-
-
 def main():
     for algo, mincount in (("ring", 0), ("tree", 1 << 40)):
         # The agreement check is exercised below; the sweep runs the bare algorithms (half the messages).
         collective.init("mpi", ring_mincount=mincount, check=False)
         assert collective.get_rank() == rank and collective.get_world_size() == world
-        seed = 0
-        for dtype in DTYPES:
-            ops = [collective.SUM, collective.MAX, collective.MIN, collective.PROD]
-            ops += [collective.BITOR] if np.dtype(dtype).kind in "iu" else []
-            for op in ops:
-                for n in SIZES:
-                    seed += 1
-                    mine = data(n, dtype, seed, rank)
-                    want = np.empty_like(mine)
-                    comm.Allreduce(mine, want, op=MPI_OPS[op])
-                    collective.allreduce(mine, op)
-                    if mine.tobytes() != want.tobytes():
-                        sys.exit(f"rank {rank} {algo}: {dtype} op={op} n={n} differs from MPI.Allreduce")
+        sweep_against_mpi(comm, algo)
         # Inexact float sums: close to MPI's and identical on every rank.
         x = np.random.default_rng(rank).standard_normal(10007)
         want = np.empty_like(x)

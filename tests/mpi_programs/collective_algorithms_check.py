@@ -1,0 +1,73 @@
+"""Run under mpiexec: every allreduce algorithm through the mpi engine, against MPI's own Allreduce.
+
+    mpiexec -launcher fork -iface lo -n 3 python tests/mpi_programs/collective_algorithms_check.py
+
+For each algorithm forced by the table (and for the measured default table), with the agreement
+check on (small buffers then travel inside the check's messages) and off: every op on several
+dtypes and sizes (0, 1, W+1, 4099 elements) equals ``MPI.Allreduce`` byte for byte (small
+integers: exact in any order); random float64 sums are close to MPI's and bitwise identical on
+every rank. Then mismatched calls (counts on either side of an algorithm boundary, dtypes) raise
+on every rank, naming the odd one out. Prints ``rank R OK`` per rank.
+"""
+import sys
+
+import numpy as np
+from mpi4py import MPI
+from mpi_sweep import sweep_against_mpi
+from report import report
+
+from mxref import collective
+from mxref.base import MXNetError
+
+comm = MPI.COMM_WORLD
+rank, world = comm.Get_rank(), comm.Get_size()
+TABLES = ["doubling", "rabenseifner", "ring", "tree", None]     # None: the measured default
+
+
+def sweep(table, check):
+    collective.init("mpi", algorithm=table, check=check)
+    sweep_against_mpi(comm, f"{table} check={check}")
+    for n in (3, 1000, 70001):          # inexact sums: close to MPI's, the same bits everywhere
+        x = np.random.default_rng(rank + n).standard_normal(n)
+        want = np.empty_like(x)
+        comm.Allreduce(x, want)
+        collective.allreduce(x, "sum")
+        np.testing.assert_allclose(x, want, rtol=1e-12, atol=1e-12)
+        z = np.where(np.arange(n) % 2, 0.0, -0.0) if rank % 2 else np.zeros(n)
+        collective.allreduce(z, "max")       # signed zeros: the operand order shows in the bits
+        everyone = comm.allgather(x.tobytes() + z.tobytes())
+        if any(b != everyone[0] for b in everyone):
+            sys.exit(f"rank {rank} {table} check={check}: ranks disagree bitwise at n={n}")
+    collective.finalize()
+
+
+def mismatches():
+    collective.init("mpi", algorithm="doubling:4096,ring")
+    last = world - 1
+    for mine, what in ((np.zeros(100 if rank == last else 10), "count"),        # both doubling
+                       (np.zeros(10000 if rank == last else 10), "count"),      # ring vs doubling
+                       (np.zeros(6, np.int32 if rank == 0 else np.int64), "dtype")):
+        try:
+            collective.allreduce(mine, "sum")
+            sys.exit(f"rank {rank}: mismatched {what} was not detected")
+        except MXNetError as exc:
+            odd = 0 if what == "dtype" and world > 2 else last
+            if what == "dtype" and world == 2:
+                odd = 1
+            assert f"ranks [{odd}] disagree" in str(exc), str(exc)
+    a = np.full(5, rank + 1.0)          # the engine is still usable afterwards
+    collective.allreduce(a, "sum")
+    assert (a == world * (world + 1) / 2).all()
+    collective.finalize()
+
+
+def main():
+    for table in TABLES:
+        for check in (True, False):
+            sweep(table, check)
+    if world > 1:
+        mismatches()
+    report(f"rank {rank} OK")
+
+
+main()
