@@ -226,18 +226,20 @@ class NDArray:
                 raise MXNetError("reshape: give the shape positionally or as shape=, not both")
             kwargs["shape"] = shape
         from ..ops import registry  # noqa: PLC0415 - ops register after this module loads
+        from ..ops.shape import infer_reshape  # noqa: PLC0415 - same
         op = registry.get("Reshape")
         params = op.parse_params(kwargs)
-        _, (new_shape,) = op.infer_shape(params, [self._shape])
+        if not params["shape"]:
+            raise MXNetError("reshape: parameter 'shape' must be given")
+        # NOTE: a size mismatch is a ValueError here (MXNet checks it in Python after the C call),
+        # while mx.nd.reshape raises MXNetError for the same shapes.
+        new_shape = infer_reshape(self._shape, params["shape"], params["reverse"], check_size=False)
         if math.prod(new_shape) != self.size:
-            raise MXNetError(f"reshape: cannot reshape array of shape {self._shape} into {new_shape}")
+            raise ValueError(f"Cannot reshape array of size {self.size} into shape {tuple(params['shape'])}")
         out = self._view(tuple(new_shape), self._offset)
         if _imperative._record_hook is not None:
             _record_view("Reshape", self, out, shape=out._shape)
         return out
-
-    def reshape_like(self, other: "NDArray") -> "NDArray":
-        return self.reshape(other.shape)
 
     def _at(self, idx: int) -> "NDArray":
         """View of ``self[idx]`` along axis 0 (shape ``(1,)`` for a 1-D array, as MXNet 1.x)."""
