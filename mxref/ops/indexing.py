@@ -220,4 +220,14 @@ def _clip_grad(node, ograds):
 
 register(OpDef("clip", _clip_kernel, params=_CLIP_PARAMS, inplace=[(0, 0)], gradient=_clip_grad,
                doc="clip(data, a_min, a_max): values limited to [a_min, a_max]."))
-register(OpDef("_backward_clip", _clip_backward, arguments=("ograd", "data"), params=_CLIP_PARAMS))
+def _clip_backward_grad(node, ograds):
+    """``_backward_clip(g, x) = g * [a_min <= x <= a_max]``: linear in ``g`` (the same mask again),
+    piecewise constant in ``x`` (a zero gradient)."""
+    again = make_node("_backward_clip", [ograds[0], node.inputs[1]], node.name + "_backward",
+                      params=node.params)
+    zero = make_node("zeros_like", [node.inputs[1]], node.name + "_ddata")
+    return [NodeEntry(again, 0, 0), NodeEntry(zero, 0, 0)]
+
+
+register(OpDef("_backward_clip", _clip_backward, arguments=("ograd", "data"), params=_CLIP_PARAMS,
+               gradient=_clip_backward_grad))

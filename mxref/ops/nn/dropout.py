@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
+from ...graph import make_node
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, uniform_type
 
@@ -57,5 +58,14 @@ register(OpDef("Dropout", forward, outputs=["output", "mask"], num_visible_outpu
                infer_shape=lambda p, s: (list(s), [s[0], s[0]]), infer_type=uniform_type(2),
                gradient=gradient, inplace=[(0, 0)], resources=["random"], validate=_validate,
                doc=__doc__))
+def backward_gradient(node, ograds):
+    """``_backward_Dropout(g, mask) = g * mask`` is linear in ``g`` (the same mask again); the mask is
+    a sample, not a function of any input, so it gets a zero gradient."""
+    again = backward_node(node, "_backward_Dropout", [ograds[0], node.inputs[1]])
+    zero = make_node("zeros_like", [node.inputs[1]], node.name + "_dmask")
+    return [entry(again), entry(zero)]
+
+
 register(OpDef("_backward_Dropout", backward, arguments=["ograd", "mask"], params=PARAMS,
-               infer_shape=lambda p, s: (list(s), [s[0]]), infer_type=uniform_type(1), inplace=[(0, 0)]))
+               infer_shape=lambda p, s: (list(s), [s[0]]), infer_type=uniform_type(1), inplace=[(0, 0)],
+               gradient=backward_gradient))
