@@ -144,3 +144,44 @@ def test_a_node_filled_in_by_its_neighbours_still_checks_its_shapes():
     with pytest.raises(MXNetError, match=r"transpose.*\(2, 3\) but \(3, 2\) is inferred"):
         net.infer_shape(x=(2, 3))
     assert (sym.transpose(v) + v).infer_shape_partial(V=(3, 3))[1] == [(3, 3)]
+
+
+def _arg_shapes(sym):
+    import mxref as mx  # noqa: F401
+    arg_shapes, _, _ = sym.infer_shape()
+    return dict(zip(sym.list_arguments(), arg_shapes))
+
+
+def test_known_output_fills_slice_channel_input():
+    """SliceChannel: a known part gives the input its other dims and its split axis."""
+    import mxref as mx
+    a = mx.sym.Variable("a", shape=(0, 10))
+    b = mx.sym.SliceChannel(data=a, num_outputs=10, axis=1, squeeze_axis=True)
+    assert _arg_shapes(b[1] + mx.sym.Variable("c", shape=(5,)))["a"] == (5, 10)
+    a = mx.sym.Variable("a", shape=(0, 15, 0))
+    b = mx.sym.SliceChannel(data=a, num_outputs=3, squeeze_axis=False)
+    assert _arg_shapes(b[1] + mx.sym.Variable("c", shape=(3, 5, 2)))["a"] == (3, 15, 2)
+
+
+def test_known_output_fills_convolution_data():
+    """Convolution: the batch size always, spatial sizes where the stride is 1."""
+    import mxref as mx
+    a = mx.sym.Variable("a", shape=(0, 10, 0, 0))
+    b = mx.sym.Convolution(data=a, num_filter=21, kernel=(3, 3), dilate=(2, 1), pad=(1, 1))
+    shapes = _arg_shapes(b + mx.sym.Variable("c", shape=(5, 21, 30, 32)))
+    assert shapes["a"] == (5, 10, 32, 32) and shapes["convolution0_weight"] == (21, 10, 3, 3)
+    strided = mx.sym.Convolution(data=mx.sym.Variable("a", shape=(0, 10, 0, 0)), num_filter=4,
+                                 kernel=(3, 3), stride=(2, 2))
+    _, _, _ = strided.infer_shape_partial()
+    arg, _, _ = (strided + mx.sym.Variable("c", shape=(5, 4, 7, 7))).infer_shape_partial()
+    assert arg[0] == (5, 10, 0, 0)       # stride 2: the input size is ambiguous, left unknown
+
+
+def test_known_output_fills_concat_inputs():
+    """Concat: dims off the axis from the output; the one unknown axis size is what is left."""
+    import mxref as mx
+    a = mx.sym.Variable("a", shape=(0, 10))
+    b = mx.sym.Variable("b", shape=(0, 0))
+    c = mx.sym.Concat(a, b, num_args=2, dim=1)
+    shapes = _arg_shapes(mx.sym.Variable("d", shape=(2, 15)) + c)
+    assert shapes == {"d": (2, 15), "a": (2, 10), "b": (2, 5)}

@@ -64,10 +64,26 @@ def _arguments(p):
     return ["data", "weight"] if p["no_bias"] else ["data", "weight", "bias"]
 
 
-def infer_shape(p, in_shapes):
+def _data_from_output(p, data, out):
+    """A known output fills the data back in (MXNet's ConvolutionShape): the batch size always, a
+    spatial size where the stride is 1 (``x = o + d (k - 1) - 2 pad``)."""
+    k, s, d, pd = geometry("Convolution", p)
+    if len(out) != 2 + len(k) or (data is not None and len(data) != len(out)):
+        return data
+    data = list(data) if data is not None else [0] * len(out)
+    data[0] = data[0] or out[0]
+    for i, (o, kk, ss, dd, pp) in enumerate(zip(out[2:], k, s, d, pd)):
+        if not data[2 + i] and o and ss == 1:
+            data[2 + i] = o + dd * (kk - 1) - 2 * pp
+    return tuple(data)
+
+
+def infer_shape(p, in_shapes, out_shapes=None):
     k, s, d, pd = geometry("Convolution", p)
     data, f, g = in_shapes[0], p["num_filter"], p["num_group"]
     ins = list(in_shapes)
+    if out_shapes and out_shapes[0] is not None and (data is None or 0 in data):
+        data = ins[0] = _data_from_output(p, data, out_shapes[0])
     if data is None or not known(data[1:2]):
         return ins, [None]
     if len(data) != 2 + len(k):
