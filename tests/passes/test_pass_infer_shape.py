@@ -185,3 +185,29 @@ def test_known_output_fills_concat_inputs():
     c = mx.sym.Concat(a, b, num_args=2, dim=1)
     shapes = _arg_shapes(mx.sym.Variable("d", shape=(2, 15)) + c)
     assert shapes == {"d": (2, 15), "a": (2, 10), "b": (2, 5)}
+
+
+def test_np_shape_semantics_at_the_symbol_boundary():
+    """Under np_shape, -1 is an unknown dim (in and out) and an unknown shape is None; in legacy
+    semantics they are 0 and ()."""
+    import mxref as mx
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    z = mx.sym.dot(x, y)
+    assert z.infer_shape_partial(x=(0, 3, 4), y=(4, 5))[1] == [(0, 3, 5)]
+    assert mx.sym.sin(x).infer_shape_partial()[0] == [()]
+    with mx.np_shape(True):
+        assert z.infer_shape_partial(x=(-1, 3, 4), y=(4, 5))[1] == [(-1, 3, 5)]
+        assert mx.sym.sin(x).infer_shape_partial() == ([None], [None], [])
+        assert z.infer_shape(x=(2, 3, 4), y=(4, 5))[1] == [(2, 3, 5)]
+
+
+def test_where_waits_for_a_known_condition_and_batch_dot_for_inner_sizes():
+    """where infers nothing while the condition's shape has unknown dims (MXNet's WhereOpShape);
+    batch_dot nothing while an inner (contracted) size is unknown."""
+    import mxref as mx
+    w = mx.sym.where(mx.sym.Variable("c"), mx.sym.Variable("x"), mx.sym.Variable("y"))
+    assert w.infer_shape_partial(c=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    assert w.infer_shape_partial(c=(3, 2), x=(0, 2), y=(0, 2))[1] == [(3, 2)]
+    b = mx.sym.batch_dot(mx.sym.Variable("x"), mx.sym.Variable("y"))
+    assert b.infer_shape_partial(x=(0, 3, 4), y=(0, 4, 5))[1] == [(0, 3, 5)]
+    assert b.infer_shape_partial(x=(0, 3, 4), y=(0, 0, 5))[1] == [()]
