@@ -9,4 +9,14 @@ DIFFERENCES = {
         "MXNet's second derivative of arcsinh has the wrong sign (+x/(x^2+1)^1.5; the true one is "
         "-x/(x^2+1)^1.5) and the test expects MXNet's; mxref gives the true derivative, checked by "
         "central differences (docs/mxnet-complaints.md, item 12)",
+    "test_exc_handling.py::test_exc_post_fail":
+        "MXNet clears an error once a wait has thrown it, so the second array of the failed "
+        "copyto reads back unwritten memory without an error; in mxref errors stick to the data "
+        "and every wait on a failed array raises (docs/architecture/engine.md, 'Errors travel "
+        "with the data'; docs/mxnet-complaints.md, item 8)",
+    "test_exc_handling.py::test_exc_imperative":
+        "the first, never-waited failure stays pending in mxref and the test's closing waitall "
+        "raises it; MXNet loses it (its exception object is shared through the random resource "
+        "with the later failure that asnumpy threw and cleared) (docs/architecture/engine.md, "
+        "'Errors travel with the data', rule 5)",
 }
