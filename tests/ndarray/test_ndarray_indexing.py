@@ -119,3 +119,39 @@ def test_copyto_is_recorded():
         loss = nd.sum(y * 3)
     loss.backward()
     assert x.grad.asnumpy().tolist() == [3, 3]
+
+
+def test_contiguous_basic_slices_are_views():
+    """A tuple of slices whose result is one contiguous block is a view (writes go through, as in
+    MXNet); the contiguity rule agrees with numpy's flags; others copy."""
+    import itertools
+
+    import mxref as mx
+    shape = (3, 4, 5)
+    base = np.arange(60).reshape(shape)
+    slices = [slice(None), slice(1, 3), slice(2, 3), slice(None, None, 2), slice(None, None, -1), slice(4, 0)]
+    is_contig = mx.nd.NDArray._basic_indexing_slice_is_contiguous
+    for key in itertools.product(slices, repeat=3):
+        assert is_contig(key, shape) == base[key].flags.contiguous, key
+    x = mx.nd.array(base)
+    v = x[1:2, 1:3]
+    assert v._chunk is x._chunk and v.shape == (1, 2, 5)
+    v[:] = -1
+    expect = base.copy()
+    expect[1:2, 1:3] = -1
+    np.testing.assert_array_equal(x.asnumpy(), expect)
+    c = x[:, 1:3]                     # not contiguous: a copy
+    assert c._chunk is not x._chunk
+    np.testing.assert_array_equal(c.asnumpy(), expect[:, 1:3])
+
+
+def test_contiguous_slice_view_records_its_gradient():
+    import mxref as mx
+    x = mx.nd.array(np.arange(24).reshape(2, 3, 4))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x[1:2, 0:2] * 2
+    y.backward()
+    want = np.zeros((2, 3, 4))
+    want[1:2, 0:2] = 2
+    np.testing.assert_array_equal(x.grad.asnumpy(), want)
