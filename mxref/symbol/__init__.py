@@ -56,3 +56,10 @@ __all__ += ["histogram", "linspace", "split_v2"]
 from .ufunc import hypot, maximum, minimum, pow, power  # noqa: E402, A004
 
 __all__ += ["hypot", "maximum", "minimum", "pow", "power"]
+
+# mx.nd.CachedOp calls a symbol on NDArrays; it needs the executor, so it lives here
+# (mxref/symbol/cached_op.py) and is put into mx.nd's namespace.
+from .. import ndarray as _ndarray  # noqa: E402
+from .cached_op import CachedOp as _CachedOp  # noqa: E402
+
+_ndarray.CachedOp = _CachedOp
