@@ -211,3 +211,13 @@ def test_where_waits_for_a_known_condition_and_batch_dot_for_inner_sizes():
     b = mx.sym.batch_dot(mx.sym.Variable("x"), mx.sym.Variable("y"))
     assert b.infer_shape_partial(x=(0, 3, 4), y=(0, 4, 5))[1] == [(0, 3, 5)]
     assert b.infer_shape_partial(x=(0, 3, 4), y=(0, 0, 5))[1] == [()]
+
+
+def test_convolution_weight_with_unknown_channels():
+    """Data of unknown channel count: the weight is (num_filter, 0, *kernel), as MXNet."""
+    import mxref as mx
+    data = mx.sym.Variable("data", shape=(1, 0, 0, 0))
+    conv = mx.sym.Convolution(data=mx.sym.cast(data, dtype="float16"), weight=mx.sym.Variable("weight"),
+                              pad=(3, 3), num_filter=64, stride=(2, 2), no_bias=True, kernel=(7, 7))
+    arg, _, _ = conv.infer_shape_partial()
+    assert dict(zip(conv.list_arguments(), arg)) == {"data": (1, 0, 0, 0), "weight": (64, 0, 7, 7)}

@@ -27,7 +27,7 @@ from ...base import MXNetError
 from ..parallel import parallel_for, parallel_matmul
 from ..registry import OpDef, Param, assign, register, register_kernel
 from . import im2col
-from ._util import backward_node, known, merge_shape, out_entries, uniform_type
+from ._util import backward_node, merge_shape, out_entries, uniform_type
 from .im2col import out_size
 
 PARAMS = {
@@ -84,12 +84,13 @@ def infer_shape(p, in_shapes, out_shapes=None):
     ins = list(in_shapes)
     if out_shapes and out_shapes[0] is not None and (data is None or 0 in data):
         data = ins[0] = _data_from_output(p, data, out_shapes[0])
-    if data is None or not known(data[1:2]):
+    if data is None:
         return ins, [None]
     if len(data) != 2 + len(k):
         raise MXNetError(f"Convolution: data must be {2 + len(k)}-D for kernel {k}, got shape {data}")
     if data[1] % g or f % g:
         raise MXNetError(f"Convolution: channels {data[1]} and num_filter {f} must divide by num_group {g}")
+    # An unknown channel count (0) stays unknown in the weight: (num_filter, 0, *kernel), as MXNet.
     ins[1] = merge_shape("Convolution", "weight", ins[1], (f, data[1] // g) + tuple(k))
     if not p["no_bias"]:
         ins[2] = merge_shape("Convolution", "bias", ins[2], (f,))
