@@ -205,6 +205,16 @@ class Symbol:
         entries = [e for node in nodes for e in node.inputs]
         return Symbol(entries) if entries else None
 
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """The head operator alone (MXNet's atomic symbol): a new node of the same operator and
+        attributes, its inputs fresh variables named after its arguments, its visible outputs."""
+        head = self._outputs[0].node
+        if head.is_variable:
+            raise MXNetError(f"_gen_atomic_symbol: '{head.name}' is a variable, not an operator")
+        node = Node(head.op, head.name, dict(head.attrs))
+        node.inputs = [NodeEntry(Node(None, n), 0, 0) for n in head.op.list_inputs(node.params)]
+        return Symbol([NodeEntry(node, i, 0) for i in range(head.op.num_visible_outputs(node.params))])
+
     # -- composition ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs) -> "Symbol":
         """A copy of this symbol with variables replaced by keyword: ``net(data=other)``."""
