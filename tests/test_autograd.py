@@ -476,3 +476,15 @@ def test_fresh_grad_flag():
     assert mx.nd.ones(2)._fresh_grad is False
     with pytest.raises(mx.MXNetError, match="_fresh_grad"):
         mx.nd.ones(2)._fresh_grad = True
+
+
+def test_attach_grad_defaults_to_the_array_stype():
+    """attach_grad() without stype gives the gradient the array's storage type (as MXNet);
+    an explicit stype wins; detach keeps the array's stype."""
+    for stype in ("default", "csr", "row_sparse"):
+        x = mx.nd.zeros((2, 2), stype=stype)
+        x.attach_grad()
+        assert x.grad.stype == stype and x.detach().stype == stype
+        for grad_stype in ("default", "csr", "row_sparse"):
+            x.attach_grad(stype=grad_stype)
+            assert x.grad.stype == grad_stype

@@ -345,7 +345,8 @@ class NDArray:
             raise MXNetError(f"attach_grad: stype must be 'default', 'row_sparse' or 'csr', got {stype!r}")
         from .. import autograd  # noqa: PLC0415 - an API facade: autograd sits above ndarray
         from .utils import zeros  # noqa: PLC0415 - utils imports this module
-        grad = zeros(self._shape, self._chunk.ctx, self._dtype, stype=stype)
+        # As MXNet: without ``stype`` the buffer has the array's own storage type.
+        grad = zeros(self._shape, self._chunk.ctx, self._dtype, stype=stype or self.stype)
         autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
