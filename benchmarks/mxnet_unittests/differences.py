@@ -19,4 +19,9 @@ DIFFERENCES = {
         "raises it; MXNet loses it (its exception object is shared through the random resource "
         "with the later failure that asnumpy threw and cleared) (docs/architecture/engine.md, "
         "'Errors travel with the data', rule 5)",
+    "test_contrib_control_flow.py::test_foreach":
+        "the test's imperative check passes a head gradient of shape (4, 2) for a head of shape "
+        "(3, 2); MXNet reads it unchecked, mxref raises MXNetError (docs/architecture/autograd.md, "
+        "'Differences from MXNet 1.9.1'). With the head gradient cut to the head's shape, as MXNet "
+        "reads it, the test passes under mxref",
 }
