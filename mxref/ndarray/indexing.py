@@ -87,7 +87,9 @@ def setitem(dst: NDArray, key, value) -> None:
             host = np.array(value, dtype=dst._dtype)   # copied now: the caller may change it later
         except (TypeError, ValueError) as exc:
             raise MXNetError(f"NDArray.__setitem__: cannot assign a {type(value).__name__}: {exc}") from None
-        _check_broadcast(host.shape, target, key)
+        # NOTE: reshaped to drop leading 1s, as for NDArray values: numpy will not put a (1,)
+        # array into a single element (``b[0] = np.array([1.5])``).
+        host = host.reshape(_check_broadcast(host.shape, target, key))
 
         def assign(run_ctx):
             dst._data()[key] = host

@@ -155,3 +155,15 @@ def test_contiguous_slice_view_records_its_gradient():
     want = np.zeros((2, 3, 4))
     want[1:2, 0:2] = 2
     np.testing.assert_array_equal(x.grad.asnumpy(), want)
+
+
+def test_assign_size_one_array_to_an_element():
+    """b[0] = np.array([v]) and b[0] = v both store v (MXNet issue 8668)."""
+    import mxref as mx
+    a = np.array([47.844944], dtype=np.float32)
+    b = mx.nd.zeros(1)
+    b[0] = a
+    np.testing.assert_array_equal(b.asnumpy(), a)
+    c = mx.nd.zeros((2, 2))
+    c[1, 1] = np.array([[3.0]])
+    assert c.asnumpy()[1, 1] == 3.0
