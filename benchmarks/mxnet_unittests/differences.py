@@ -24,4 +24,9 @@ DIFFERENCES = {
         "(3, 2); MXNet reads it unchecked, mxref raises MXNetError (docs/architecture/autograd.md, "
         "'Differences from MXNet 1.9.1'). With the head gradient cut to the head's shape, as MXNet "
         "reads it, the test passes under mxref",
+    "test_ndarray.py::test_ndarray_indexing":
+        "its test_setitem_autograd expects `x[idx] = y` inside autograd.record() to raise; mxref "
+        "records it as _slice_assign, so y gets the gradient of its region "
+        "(docs/architecture/autograd.md, 'Differences from MXNet 1.9.1'). With that assignment "
+        "refused, as MXNet does, every other check of the test passes under mxref",
 }

@@ -167,3 +167,20 @@ def test_assign_size_one_array_to_an_element():
     c = mx.nd.zeros((2, 2))
     c[1, 1] = np.array([[3.0]])
     assert c.asnumpy()[1, 1] == 3.0
+
+
+def test_copying_getitem_is_recorded():
+    """x[key] for keys that copy (int tuples, steps, index arrays) is recorded while autograd
+    records x: the gradient scatters back, repeated positions summed."""
+    import mxref as mx
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for key in [(1, 2), (slice(None), slice(None, None, 2)), ([0, 0, 2],), (np.array([2, 0]), slice(1, 3))]:
+        x = mx.nd.array(base)
+        x.attach_grad()
+        with mx.autograd.record():
+            y = x[key]
+        y.backward()
+        np.testing.assert_array_equal(y.asnumpy(), base[key].reshape(y.shape))
+        want = np.zeros_like(base)
+        np.add.at(want, key, 1)
+        np.testing.assert_array_equal(x.grad.asnumpy(), want)
