@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 import time
 from typing import Dict, List, Optional
@@ -203,8 +204,14 @@ def dump(finished: bool = True, profile_process: str = "worker") -> None:
 
     ``finished=True`` also stops recording (MXNet closes the trace file at that point).
     """
-    with open(_state.config["filename"], "w") as f:
-        f.write(_trace_text())
+    path = _state.config["filename"]
+    text = _trace_text()
+    # NOTE: written aside and renamed over the file, so that a reader (or the size check of a
+    # continuous dump) never sees it truncated while the periodic dumper rewrites it.
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
     if finished:
         _state.running = False
         _state.update()

@@ -24,8 +24,8 @@ __all__ = ["is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_arr
 
 
 def _no_numpy_mode(what: str) -> MXNetError:
-    return MXNetError(f"{what}: mxref has no mx.np front end (NumPy-compatible arrays and NumPy "
-                      "shape semantics); it implements MXNet's legacy mx.nd / mx.sym semantics only")
+    return MXNetError(f"{what}: mxref has no mx.np front end (NumPy-compatible arrays); it implements "
+                      "MXNet's legacy mx.nd / mx.sym front ends (NumPy shape semantics: set_np_shape)")
 
 
 # -- NumPy shape semantics ---------------------------------------------------------------------

@@ -256,3 +256,13 @@ def test_dump_renders_only_new_events(prof):
     counter.set_value(1)
     profiler.dump(True)
     assert len([e for e in json.loads(prof.read_text())["traceEvents"] if e["ph"] == "C"]) == 1
+
+
+def test_dump_replaces_the_file_whole(prof):
+    """dump writes aside and renames: no temporary file is left, the file is valid JSON."""
+    profiler.set_state("run")
+    mx.nd.ones((2,)).wait_to_read()
+    profiler.dump(False)
+    profiler.dump(True)
+    assert json.loads(prof.read_text())["traceEvents"]
+    assert [p.name for p in prof.parent.iterdir()] == [prof.name]
