@@ -12,6 +12,7 @@ The engine pays for this only while recording: its hook is one attribute test (`
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -164,20 +165,25 @@ class _Rendered:
             self.__init__()
             self.first = events[0] if events else None
         origin = _state.origin_ns
+        q = _quoted
         for kind, name, cat, t0, t1, tid, dev in events[len(self.texts):]:
             pid = self.pids.setdefault(dev, len(self.pids))
             row = self.tids.setdefault(tid, len(self.tids))
             self.rows.setdefault((pid, row), tid)
-            ev = {"name": name, "cat": cat, "ph": kind, "ts": (t0 - origin) / 1000.0, "pid": pid, "tid": row}
+            # Formatted directly (json.dumps per event is most of a big dump's time); the strings
+            # go through json.dumps once each (_quoted), so the text is the same JSON.
+            head = (f'{{"name": {q(name)}, "cat": {q(cat)}, "ph": "{kind}", '
+                    f'"ts": {float((t0 - origin) / 1000.0)!r}, "pid": {pid}, "tid": {row}')
             if kind == "X":
-                ev["dur"] = (t1 - t0) / 1000.0
+                tail = f', "dur": {float((t1 - t0) / 1000.0)!r}}}'
             elif kind == "C":
-                ev["args"] = {name: t1}
+                tail = f', "args": {{{q(name)}: {json.dumps(t1)}}}}}'
             else:
-                ev["s"] = "p"
-            self.texts.append(json.dumps(ev))
+                tail = ', "s": "p"}'
+            self.texts.append(head + tail)
 
 
+_quoted = functools.lru_cache(maxsize=4096)(json.dumps)   # a name or category as a JSON string
 _rendered = _Rendered()
 
 
