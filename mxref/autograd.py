@@ -163,10 +163,11 @@ class _Saved:
     Variables also carry their gradient buffer and ``grad_req``.
     """
 
-    __slots__ = ("ins", "outs", "grad", "grad_req")
+    __slots__ = ("ins", "outs", "grad", "grad_req", "fresh")
 
     def __init__(self, ins, outs, grad=None, grad_req=None):
         self.ins, self.outs, self.grad, self.grad_req = ins, outs, grad, grad_req
+        self.fresh = False      # a backward wrote the gradient since the flag was last cleared
 
 
 def _alias(x: NDArray) -> NDArray:
@@ -571,3 +572,31 @@ from . import autograd_function as _function  # noqa: E402 - registers the _Cust
 from . import autograd_plain as _plain  # noqa: E402
 from . import autograd_plan as _plan  # noqa: E402
 from .autograd_function import Function  # noqa: E402
+
+# ---------------------------------------------------------------------------------------------
+# NDArray._fresh_grad: MXNet's flag saying a backward has written this variable's gradient since
+# someone (Gluon's Trainer, a test) last cleared it.
+# ---------------------------------------------------------------------------------------------
+
+def _variable_saved(x: NDArray) -> Optional[_Saved]:
+    e = x._ag
+    saved = None if e is None else e.node.extra.get("ag")
+    return saved if saved is not None and saved.grad_req is not None and e.node.op is None else None
+
+
+def _get_fresh_grad(self: NDArray) -> bool:
+    saved = _variable_saved(self)
+    return bool(saved.fresh) if saved is not None else False
+
+
+def _set_fresh_grad(self: NDArray, value: bool) -> None:
+    saved = _variable_saved(self)
+    if saved is None:
+        raise MXNetError("_fresh_grad: the array is not a variable with a gradient buffer "
+                         "(attach_grad or mark_variables first)")
+    saved.fresh = bool(value)
+
+
+NDArray._fresh_grad = property(_get_fresh_grad, _set_fresh_grad,
+                               doc="Whether a backward wrote this variable's gradient since the flag "
+                                   "was cleared.")

@@ -62,6 +62,7 @@ def store(saved, v: NDArray) -> None:
         imperative.invoke_name("elemwise_add", [saved.grad, v], {}, out=saved.grad)
     elif not ag._same_buffer(v, saved.grad):      # a hybridized block may have written it already
         imperative.invoke_name("_copy", [v], {}, out=saved.grad)
+    saved.fresh = True
 
 
 def grad(heads: Union[NDArray, Sequence[NDArray]], variables: Union[NDArray, Sequence[NDArray]],

@@ -292,6 +292,11 @@ class Executor:
         return Executor(self._symbol, self._ctx, plan, args, grads, aux, self._grad_req,
                         self._group2ctx, self._pool)
 
+    def get_optimized_symbol(self) -> Symbol:
+        """The forward graph as bound, after the executor's passes (common subexpressions merged
+        unless ``MXNET_ELIMINATE_COMMON_EXPR=0``)."""
+        return Symbol(self._plan.graph.outputs[:self._plan.num_forward_outputs])
+
     def debug_str(self) -> str:
         """The bound graph (forward and backward nodes) in nnvm's format, ending with MXNet's
         ``Total N MB allocated`` line (planned intermediate entries only, as MXNet counts).

@@ -33,6 +33,7 @@ from .ndarray.sparse import new_sparse
 from .ndarray.storage_dispatch import fallback_log, node_kernel
 from .ndarray.utils import zeros as _nd_zeros
 from .ops.registry import OpContext, get_kernel
+from .passes.eliminate_common_expr import eliminate as eliminate_common_expr
 from .passes.gradient import full_graph
 from .passes.mirror import DEFAULT_BUDGET, mxnet_mirror_fun
 from .passes.plan_memory import BAD_STORAGE_ID, EXTERNAL_STORAGE_ID
@@ -114,6 +115,8 @@ def build_graph(outputs: Sequence[NodeEntry], grad_req: Dict[str, str], shapes: 
     gradient array) places the graph on several devices.
     """
     outputs = copy_graph(outputs)   # the executor owns its nodes: passes may annotate them
+    if env_bool("MXNET_ELIMINATE_COMMON_EXPR", True):
+        outputs = eliminate_common_expr(outputs)   # read per bind, as MXNet
     fwd_idx = Graph(outputs).indexed
     xs = [NodeEntry(fwd_idx.nodes[nid], 0, 0) for nid in fwd_idx.arg_nodes
           if grad_req.get(fwd_idx.nodes[nid].name, "null") != "null"]

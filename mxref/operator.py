@@ -40,6 +40,7 @@ import numpy as np
 
 from . import engine as _engine
 from . import ndarray as _nd
+from . import profiler as _profiler
 from .base import DTYPE_NP_TO_MX, MXNetError
 from .engine.base import inline_scope
 from .graph import NodeEntry
@@ -247,8 +248,10 @@ def _wrap(arr: np.ndarray, ctx) -> Tuple[NDArray, bool]:
 
 def _run_user(what: str, params: dict, fn: Callable, arrays: List[Tuple[NDArray, bool]],
               targets: Sequence[np.ndarray], written: Sequence[int]) -> None:
-    """Call ``fn`` in an inline scope, then check and (for copies) store the arrays it wrote."""
-    with inline_scope():
+    """Call ``fn`` in an inline scope, then check and (for copies) store the arrays it wrote.
+    The profiler sees its work as ``'<op_type>::...'`` (``'_backward_<op_type>::...'``)."""
+    scope = params["op_type"] if what == "forward" else f"_backward_{params['op_type']}"
+    with inline_scope(), _profiler.custom_op_scope(scope):
         try:
             fn()
             for i in written:

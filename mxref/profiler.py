@@ -11,7 +11,10 @@ The engine pays for this only while recording: its hook is one attribute test (`
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
 import threading
 import time
 from typing import Dict, List, Optional
@@ -19,7 +22,8 @@ from typing import Dict, List, Optional
 from .base import MXNetError, env_bool
 
 __all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "Domain", "Task",
-           "Frame", "Event", "Counter", "Marker", "record_op", "dump_profile"]
+           "Frame", "Event", "Counter", "Marker", "record_op", "record_memory", "custom_op_scope",
+           "dump_profile"]
 
 _CONFIG_DEFAULTS = {
     "profile_all": False, "profile_symbolic": True, "profile_imperative": True,
@@ -72,6 +76,7 @@ def set_state(state: str = "stop", profile_process: str = "worker") -> None:
     if state not in ("run", "stop"):
         raise MXNetError(f"profiler.set_state: state must be 'run' or 'stop', got {state!r}")
     _state.running = state == "run"
+    _state.paused = not _state.running     # MXNet's SetState: 'run' also ends a pause()
     _state.update()
     if _state.running and _state.config["continuous_dump"] and _state.dumper is None:
         _state.dumper = threading.Thread(target=_dump_periodically, name="profiler dump", daemon=True)
@@ -95,7 +100,14 @@ def resume(profile_process: str = "worker") -> None:
 
 
 def record_op(name: str, ctx, t0_ns: int, t1_ns: int, category: str = "operator") -> None:
-    """The engine's hook: one finished operation ran from ``t0_ns`` to ``t1_ns`` on this thread."""
+    """The engine's hook: one finished operation ran from ``t0_ns`` to ``t1_ns`` on this thread.
+
+    Inside ``custom_op_scope(op)`` (a custom operator's Python, run inline on this thread) it is
+    recorded as ``'<op>::<name>'`` in the category ``'Custom Operator'``, as MXNet does.
+    """
+    prefix = getattr(_custom, "prefix", None)
+    if prefix is not None:
+        name, category = f"{prefix}::{name}", "Custom Operator"
     tid = threading.get_ident()
     # NOTE: compared each time, not set once: a finished thread's ident is reused by the next new
     # thread (engines stop and restart their workers), which would inherit a stale row name.
@@ -105,32 +117,92 @@ def record_op(name: str, ctx, t0_ns: int, t1_ns: int, category: str = "operator"
     _state.events.append(("X", name, category, t0_ns, t1_ns, tid, str(ctx) if ctx is not None else "cpu(0)"))
 
 
-def _trace() -> dict:
+_custom = threading.local()   # .prefix: the custom operator whose Python this thread runs
+
+
+@contextlib.contextmanager
+def custom_op_scope(op_name: str):
+    """Attribute what this thread runs to the custom operator ``op_name`` (``'MySigmoid'``, or
+    ``'_backward_MySigmoid'``): operations inside become ``'MySigmoid::<op>'`` and the whole scope
+    ``'MySigmoid::pure_python'``, all in the ``'Custom Operator'`` category."""
+    outer = getattr(_custom, "prefix", None)
+    _custom.prefix = None
+    t0 = time.perf_counter_ns() if _state.recording else 0
+    _custom.prefix = op_name
+    try:
+        yield
+    finally:
+        _custom.prefix = outer
+        if t0 and _state.recording:
+            _state.events.append(("X", f"{op_name}::pure_python", "Custom Operator", t0,
+                                  time.perf_counter_ns(), threading.get_ident(), "cpu(0)"))
+
+
+def record_memory(ctx, bytes_in_use: int) -> None:
+    """The storage pools' hook: ``ctx`` now has ``bytes_in_use`` bytes in use (a counter sample
+    ``'Memory: cpu/0'`` in the category ``'Device Storage'``), while ``profile_memory`` is on."""
+    if not _state.config["profile_memory"]:
+        return
+    name = f"Memory: {ctx.device_type}/{ctx.device_id}"
+    _state.events.append(("C", name, "Device Storage", time.perf_counter_ns(), int(bytes_in_use),
+                          threading.get_ident(), str(ctx)))
+
+
+class _Rendered:
+    """The trace's events already turned into JSON text, so that each dump (every ``dump_period``
+    with ``continuous_dump``) only renders what was recorded since the last one. Devices and
+    threads get their row ids in order of first appearance, so rendered text never changes."""
+
+    def __init__(self):
+        self.first = None                # the events[0] the cache belongs to (cleared list: reset)
+        self.texts: List[str] = []
+        self.pids: Dict[str, int] = {}
+        self.tids: Dict[int, int] = {}
+        self.rows: Dict[tuple, int] = {}  # (pid, tid) -> thread ident, for the thread_name rows
+
+    def update(self, events: List[tuple]) -> None:
+        if not events or events[0] is not self.first:
+            self.__init__()
+            self.first = events[0] if events else None
+        origin = _state.origin_ns
+        q = _quoted
+        for kind, name, cat, t0, t1, tid, dev in events[len(self.texts):]:
+            pid = self.pids.setdefault(dev, len(self.pids))
+            row = self.tids.setdefault(tid, len(self.tids))
+            self.rows.setdefault((pid, row), tid)
+            # Formatted directly (json.dumps per event is most of a big dump's time); the strings
+            # go through json.dumps once each (_quoted), so the text is the same JSON.
+            head = (f'{{"name": {q(name)}, "cat": {q(cat)}, "ph": "{kind}", '
+                    f'"ts": {float((t0 - origin) / 1000.0)!r}, "pid": {pid}, "tid": {row}')
+            if kind == "X":
+                tail = f', "dur": {float((t1 - t0) / 1000.0)!r}}}'
+            elif kind == "C":
+                tail = f', "args": {{{q(name)}: {json.dumps(t1)}}}}}'
+            else:
+                tail = ', "s": "p"}'
+            self.texts.append(head + tail)
+
+
+_quoted = functools.lru_cache(maxsize=4096)(json.dumps)   # a name or category as a JSON string
+_rendered = _Rendered()
+
+
+def _trace_text() -> str:
     """The recorded events as a Chrome trace: one process row per device, one thread row per thread."""
-    events = list(_state.events)
-    devices = sorted({e[6] for e in events})
-    pid = {d: i for i, d in enumerate(devices)}
-    tids = {t: i for i, t in enumerate(dict.fromkeys(e[5] for e in events))}
-    out = [{"ph": "M", "name": "process_name", "pid": pid[d], "args": {"name": d}} for d in devices]
-    seen = set()
-    for e in events:
-        key = (pid[e[6]], tids[e[5]])
-        if key not in seen:
-            seen.add(key)
-            out.append({"ph": "M", "name": "thread_name", "pid": key[0], "tid": key[1],
-                        "args": {"name": _state.threads.get(e[5], f"thread {e[5]}")}})
-    origin = _state.origin_ns
-    for kind, name, cat, t0, t1, tid, dev in events:
-        ev = {"name": name, "cat": cat, "ph": kind, "ts": (t0 - origin) / 1000.0, "pid": pid[dev],
-              "tid": tids[tid]}
-        if kind == "X":
-            ev["dur"] = (t1 - t0) / 1000.0
-        elif kind == "C":
-            ev["args"] = {name: t1}
-        else:
-            ev["s"] = "p"
-        out.append(ev)
-    return {"traceEvents": out, "displayTimeUnit": "ms"}
+    events = _state.events[:]
+    _rendered.update(events)
+    meta = [{"ph": "M", "name": "process_name", "pid": p, "args": {"name": d}}
+            for d, p in _rendered.pids.items()]
+    meta += [{"ph": "M", "name": "thread_name", "pid": p, "tid": t,
+              "args": {"name": _state.threads.get(ident, f"thread {ident}")}}
+             for (p, t), ident in _rendered.rows.items()]
+    body = ",\n".join([json.dumps(m) for m in meta] + _rendered.texts[:len(events)])
+    return '{"traceEvents": [\n' + body + '\n], "displayTimeUnit": "ms"}'
+
+
+def _trace() -> dict:
+    """The trace as a dict (what ``dump`` writes)."""
+    return json.loads(_trace_text())
 
 
 def dump(finished: bool = True, profile_process: str = "worker") -> None:
@@ -138,8 +210,14 @@ def dump(finished: bool = True, profile_process: str = "worker") -> None:
 
     ``finished=True`` also stops recording (MXNet closes the trace file at that point).
     """
-    with open(_state.config["filename"], "w") as f:
-        json.dump(_trace(), f)
+    path = _state.config["filename"]
+    text = _trace_text()
+    # NOTE: written aside and renamed over the file, so that a reader (or the size check of a
+    # continuous dump) never sees it truncated while the periodic dumper rewrites it.
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
     if finished:
         _state.running = False
         _state.update()
@@ -157,13 +235,20 @@ def _dump_periodically() -> None:
     _state.dumper = None
 
 
+_MEMORY_CATEGORIES = ("Device Storage", "Pool Memory")
+
+
 def _aggregate() -> Dict[str, Dict[str, list]]:
-    """``{category: {name: [count, total_ms, min_ms, max_ms]}}`` over the recorded spans."""
+    """``{category: {name: [count, total, min, max]}}``: over the recorded spans (in ms) and over the
+    memory samples (in kB, ``total`` their sum, so ``total / count`` is the mean use)."""
     stats: Dict[str, Dict[str, list]] = {}
     for kind, name, cat, t0, t1, _tid, _dev in list(_state.events):
-        if kind != "X":
+        if kind == "C" and cat in _MEMORY_CATEGORIES:
+            ms = t1 / 1024.0      # bytes in use -> kB (the same running stats)
+        elif kind != "X":
             continue
-        ms = (t1 - t0) / 1e6
+        else:
+            ms = (t1 - t0) / 1e6
         row = stats.setdefault(cat, {}).get(name)
         if row is None:
             stats[cat][name] = [1, ms, ms, ms]
@@ -195,20 +280,31 @@ def dumps(reset: bool = False, format: str = "table", sort_by: str = "total",
         return sorted(items, key=lambda kv: kv[1][col], reverse=not ascending)
 
     if format == "json":
-        body = {cat: {name: {"Count": r[0], "Total": round(r[1], 4), "Min": round(r[2], 4),
-                             "Max": round(r[3], 4), "Avg": round(r[4], 4)} for name, r in rows(t)}
-                for cat, t in stats.items()}
-        text = json.dumps({"Time": body, "Unit": {"Time": "ms"}}, indent=4)
+        # Memory rows have no "Total" (MXNet's layout); their Avg is the mean use over the samples.
+        def entry(cat, r):
+            keys = ("Count", "Min", "Max", "Avg") if cat in _MEMORY_CATEGORIES else ("Count", "Total", "Min",
+                                                                                   "Max", "Avg")
+            vals = dict(zip(("Count", "Total", "Min", "Max", "Avg"), r))
+            return {k: vals[k] if k == "Count" else round(vals[k], 4) for k in keys}
+
+        body: Dict[str, dict] = {"Time": {}, "Memory": {}}
+        for cat, t in stats.items():
+            part = body["Memory" if cat in _MEMORY_CATEGORIES else "Time"]
+            part[cat] = {name: entry(cat, r) for name, r in rows(t)}
+        body["Unit"] = {"Time": "ms", "Memory": "kB"}
+        text = json.dumps(body, indent=4)
     else:
         lines = ["", "Profile Statistics:", "\tNote the difference in units for different entries."]
-        for cat, table in stats.items():
+        for cat, table in sorted(stats.items(), key=lambda kv: kv[0] not in _MEMORY_CATEGORIES):
+            memory = cat in _MEMORY_CATEGORIES
+            cols = (("Min Use  (kB)", "Max Use  (kB)", "Avg Use  (kB)") if memory else
+                    ("Time (ms)", "Min Time (ms)", "Max Time (ms)", "Avg Time (ms)"))
             lines += [cat, "=================",
-                      f"{'Name':<30}{'Total Count':>11}{'Time (ms)':>17}{'Min Time (ms)':>17}"
-                      f"{'Max Time (ms)':>17}{'Avg Time (ms)':>17}",
-                      f"{'----':<30}{'-----------':>11}{'---------':>17}{'-------------':>17}"
-                      f"{'-------------':>17}{'-------------':>17}"]
+                      f"{'Name':<30}{'Total Count':>11}" + "".join(f"{c:>17}" for c in cols),
+                      f"{'----':<30}{'-----------':>11}" + "".join(f"{'-' * len(c):>17}" for c in cols)]
             for name, r in rows(table):
-                lines.append(f"{name:<30}{r[0]:>11}{r[1]:>17.4f}{r[2]:>17.4f}{r[3]:>17.4f}{r[4]:>17.4f}")
+                nums = r[2:] if memory else r[1:]
+                lines.append(f"{name:<30}{r[0]:>11}" + "".join(f"{v:>17.4f}" for v in nums))
             lines.append("")
         text = "\n".join(lines) + "\n"
     if reset:

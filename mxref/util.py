@@ -1,12 +1,12 @@
-"""MXNet's ``mxnet.util``: the NumPy-semantics switches (always off in mxref), environment access,
-and small decorators.
+"""MXNet's ``mxnet.util``: the NumPy-semantics switches, environment access, and small decorators.
 
 MXNet 1.9.1 has two global modes for its ``mx.np`` front end: NumPy *shape* semantics (``()`` is
 a scalar, ``0`` a zero-size dimension, ``-1`` unknown) and NumPy *array* semantics (Gluon makes
-``mx.np.ndarray`` parameters). mxref implements MXNet's legacy semantics only (``mx.nd`` and
-``mx.sym``; in shape inference ``0`` is an unknown dimension), so both modes are off and stay off:
-the queries answer ``False``, scopes and decorators that keep them off work, and anything that
-would turn one on raises ``MXNetError`` instead of running with the wrong semantics.
+``mx.np.ndarray`` parameters). mxref implements MXNet's legacy ``mx.nd`` / ``mx.sym`` front ends.
+The shape switch works where legacy code meets it (shape inference's markers, the JSON flag,
+the array file format; ``set_np_shape``). There is no ``mx.np`` array type, so NumPy *array*
+semantics stays off: the query answers ``False``, scopes that keep it off work, and anything that
+would turn it on raises ``MXNetError`` instead of running with the wrong semantics.
 """
 from __future__ import annotations
 
@@ -24,23 +24,52 @@ __all__ = ["is_np_shape", "set_np_shape", "np_shape", "use_np_shape", "is_np_arr
 
 
 def _no_numpy_mode(what: str) -> MXNetError:
-    return MXNetError(f"{what}: mxref has no mx.np front end (NumPy-compatible arrays and NumPy "
-                      "shape semantics); it implements MXNet's legacy mx.nd / mx.sym semantics only")
+    return MXNetError(f"{what}: mxref has no mx.np front end (NumPy-compatible arrays); it implements "
+                      "MXNet's legacy mx.nd / mx.sym front ends (NumPy shape semantics: set_np_shape)")
 
 
 # -- NumPy shape semantics ---------------------------------------------------------------------
+# MXNet's Imperative::is_np_shape: off (0), on for this thread (1) or on for every thread (2).
+_np_shape_global = False
+_np_shape_local = threading.local()
+
 
 def is_np_shape() -> bool:
-    """Whether NumPy shape semantics is on: never in mxref."""
-    return False
+    """Whether NumPy shape semantics is on in this thread (see ``set_np_shape``)."""
+    return _np_shape_global or getattr(_np_shape_local, "value", False)
+
+
+def np_shape_mode() -> int:
+    """0 (off), 1 (on in this thread) or 2 (on in every thread), as MXNet's C API reports it."""
+    return 2 if _np_shape_global else int(getattr(_np_shape_local, "value", False))
 
 
 def set_np_shape(active) -> bool:
-    """Turn NumPy shape semantics off (a no-op) and return the previous state, ``False``.
-    Turning it on raises ``MXNetError``."""
-    if active:
-        raise _no_numpy_mode("set_np_shape(True)")
-    return False
+    """Turn NumPy shape semantics on or off and return the previous state (of this thread).
+
+    ``active`` is a bool (this thread) or MXNet's int: 0 off (also the global switch), 1 this
+    thread, 2 every thread. What it changes in mxref: shape inference reports unknown
+    dimensions as -1 and unknown shapes as ``None`` (and reads -1 as unknown), ``tojson`` marks
+    the graph ``is_np_shape``, and ``save``/``load`` use MXNet's V3 array format (the one that
+    holds 0-d arrays), refusing files saved in the other mode, as MXNet does.
+
+    NOTE: mxref's shape inference keeps one marker for an unknown dimension, 0; so a real
+    zero-size dimension given to ``infer_shape`` in this mode is taken as unknown.
+    """
+    global _np_shape_global
+    prev = is_np_shape()
+    mode = int(active) if isinstance(active, (bool, int)) else (1 if active else 0)
+    if mode not in (0, 1, 2):
+        raise MXNetError(f"set_np_shape: expected 0 (off), 1 (this thread) or 2 (global), got {active!r}")
+    if mode == 2:
+        _np_shape_global = True
+        _np_shape_local.value = True
+    elif mode == 1:
+        _np_shape_local.value = True
+    else:
+        _np_shape_global = False
+        _np_shape_local.value = False
+    return prev
 
 
 class _NumpyShapeScope:
@@ -61,7 +90,7 @@ class _NumpyShapeScope:
 
 
 def np_shape(active: bool = True) -> _NumpyShapeScope:
-    """A scope with NumPy shape semantics ``active``; entering one with ``active=True`` raises."""
+    """A scope with NumPy shape semantics ``active`` (in this thread)."""
     return _NumpyShapeScope(active)
 
 
@@ -87,7 +116,7 @@ def _decorate(func, scope_factory, name: str):
 
 
 def use_np_shape(func):
-    """Decorate a function or class to run with NumPy shape semantics (raises when called in mxref)."""
+    """Decorate a function or class to run with NumPy shape semantics (``np_shape(True)``)."""
     return _decorate(func, lambda: np_shape(True), "use_np_shape")
 
 
@@ -138,12 +167,13 @@ def use_np(func):
 
 
 def set_np(shape: bool = True, array: bool = True) -> None:
-    """Turn NumPy shape/array semantics on or off globally; only "off" is possible in mxref."""
+    """Turn NumPy shape/array semantics on or off globally; array semantics cannot be turned on
+    in mxref (there is no ``mx.np`` array type)."""
     if not shape and array:
         raise ValueError("NumPy Shape semantics is required in using NumPy array semantics.")
-    if shape or array:
+    if array:
         raise _no_numpy_mode(f"set_np(shape={shape}, array={array})")
-    set_np_shape(False)
+    set_np_shape(2 if shape else 0)
 
 
 def reset_np() -> None:

@@ -457,3 +457,34 @@ def test_backward_drops_the_values_it_read(any_engine):
     gc.collect()
     assert ref() is None
     np.testing.assert_allclose(x.grad.asnumpy(), 8)
+
+
+def test_fresh_grad_flag():
+    """_fresh_grad: False after mark_variables, True once a backward writes the gradient, settable;
+    a variable cut off by detach() is not refreshed."""
+    x, y = mx.nd.ones((2, 2)), mx.nd.ones((2, 2))
+    mx.autograd.mark_variables([x, y], [mx.nd.zeros((2, 2)), mx.nd.zeros((2, 2))])
+    assert x._fresh_grad is False and y._fresh_grad is False
+    with mx.autograd.record():
+        (x + 2 + y).backward()
+    assert x._fresh_grad and y._fresh_grad
+    x._fresh_grad = False
+    y._fresh_grad = False
+    with mx.autograd.record():
+        ((x + 2).detach() + y).backward()
+    assert y._fresh_grad and not x._fresh_grad
+    assert mx.nd.ones(2)._fresh_grad is False
+    with pytest.raises(mx.MXNetError, match="_fresh_grad"):
+        mx.nd.ones(2)._fresh_grad = True
+
+
+def test_attach_grad_defaults_to_the_array_stype():
+    """attach_grad() without stype gives the gradient the array's storage type (as MXNet);
+    an explicit stype wins; detach keeps the array's stype."""
+    for stype in ("default", "csr", "row_sparse"):
+        x = mx.nd.zeros((2, 2), stype=stype)
+        x.attach_grad()
+        assert x.grad.stype == stype and x.detach().stype == stype
+        for grad_stype in ("default", "csr", "row_sparse"):
+            x.attach_grad(stype=grad_stype)
+            assert x.grad.stype == grad_stype

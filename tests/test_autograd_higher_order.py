@@ -147,3 +147,48 @@ def test_mixed_partials_through_a_broadcast_product():
     total.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), np.full(3, 6.0))
     np.testing.assert_allclose(w.grad.asnumpy(), [2 * xv.sum()])
+
+
+@pytest.mark.parametrize("params", [{"num_hidden": 3}, {"num_hidden": 3, "no_bias": True},
+                                    {"num_hidden": 3, "flatten": False}])
+def test_backward_fully_connected_gradient_by_central_differences(params):
+    """_backward_FullyConnected's own gradient (w.r.t. ograd, data and weight) is checked against
+    central differences of the operator."""
+    from mxref.op_check import check_op_gradient
+    rng = np.random.RandomState(3)
+    data = rng.randn(2, 2, 4) if not params.get("flatten", True) else rng.randn(2, 2, 2)
+    k = data.shape[-1] if not params.get("flatten", True) else 4
+    og_shape = data.shape[:-1] + (3,) if not params.get("flatten", True) else (2, 3)
+    check_op_gradient("_backward_FullyConnected", [rng.randn(*og_shape), data, rng.randn(3, k)], params,
+                      rtol=1e-5, atol=1e-6)
+
+
+def test_dense_second_order_matches_closed_form():
+    """x_grad = dy W; d/dW <x_grad, v> = dy^T v and, for w_grad = dy^T x, d/dx <w_grad, u> = dy u."""
+    rng = np.random.RandomState(0)
+    x, w, b = _var(rng.randn(4, 3)), _var(rng.randn(2, 3)), _var(rng.randn(2))
+    dy, v, u = rng.randn(4, 2), rng.randn(4, 3), rng.randn(2, 3)
+    with ag.record():
+        y = nd.FullyConnected(x, w, b, num_hidden=2)
+        (gx,) = ag.grad(y, [x], head_grads=nd.array(dy), create_graph=True, retain_graph=True)
+        (gww,) = ag.grad(gx, [w], head_grads=nd.array(v), create_graph=False, retain_graph=True)
+        (gw,) = ag.grad(y, [w], head_grads=nd.array(dy), create_graph=True, retain_graph=True)
+        (gxx,) = ag.grad(gw, [x], head_grads=nd.array(u), create_graph=False)
+    np.testing.assert_allclose(gx.asnumpy(), dy @ w.asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(gww.asnumpy(), dy.T @ v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gxx.asnumpy(), dy @ u, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("f", [lambda x: nd.clip(x, -0.5, 0.5), lambda x: nd.Dropout(x, p=0.5)])
+def test_masking_ops_have_zero_second_derivative(f):
+    """clip and Dropout are piecewise linear: their first derivative is a mask (Dropout's the
+    scaled keep mask, the same one the forward drew), their second derivative zero."""
+    x = _var(np.array([-1.0, -0.2, 0.3, 0.9]))
+    with ag.record():
+        y = f(x)
+        (g,) = ag.grad(y, [x], create_graph=True, retain_graph=True)
+    g.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.zeros(4))
+    ratio = y.asnumpy() / x.asnumpy()
+    keep = g.asnumpy() != 0
+    np.testing.assert_allclose(g.asnumpy()[keep], ratio[keep] if ratio[keep].size else g.asnumpy()[keep])

@@ -169,3 +169,100 @@ def test_autostart_profiles_whole_run_and_dumps_at_exit(tmp_path):
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True, timeout=120)
     trace = json.loads((tmp_path / "profile.json").read_text())
     assert "late_op" in [e["name"] for e in trace["traceEvents"] if e["ph"] == "X"]
+
+
+def test_run_ends_a_pause(prof, eng):
+    """set_state('run') also ends an earlier pause() (MXNet's Profiler::SetState)."""
+    profiler.set_state("run")
+    profiler.pause()
+    profiler.set_state("stop")
+    profiler.set_state("run")
+    eng.push_sync(lambda r: None, CPU, (), (eng.new_variable(),), name="after_run")
+    eng.wait_for_all()
+    assert "after_run" in [e[1] for e in profiler._state.events]
+
+
+def test_memory_section_from_storage_pools(prof):
+    """With profile_memory, each pool allocation and free is a 'Memory: cpu/0' sample in the
+    'Device Storage' table: json "Memory" rows have Count/Min/Max/Avg in kB (no Total)."""
+    profiler.set_config(profile_memory=True)
+    profiler.set_state("run")
+    a = mx.nd.ones((256, 256))    # 256 kB
+    a.wait_to_read()
+    del a
+    mx.nd.waitall()
+    profiler.set_state("stop")
+    stats = json.loads(profiler.dumps(format="json"))
+    assert stats["Unit"] == {"Time": "ms", "Memory": "kB"}
+    row = stats["Memory"]["Device Storage"]["Memory: cpu/0"]
+    assert set(row) == {"Count", "Min", "Max", "Avg"} and row["Count"] >= 2
+    assert row["Max"] >= 256 and row["Min"] <= row["Avg"] <= row["Max"]
+    assert "Max Use  (kB)" in profiler.dumps()
+    for key in ("count", "min", "max", "avg"):
+        ordered = json.loads(profiler.dumps(format="json", sort_by=key, ascending=True))
+        assert list(ordered["Memory"]["Device Storage"]) == ["Memory: cpu/0"]
+    profiler.set_config(profile_memory=False)
+    profiler.dumps(reset=True)
+    profiler.set_state("run")
+    mx.nd.ones((8,)).wait_to_read()
+    profiler.set_state("stop")
+    assert json.loads(profiler.dumps(format="json"))["Memory"] == {}
+
+
+def test_custom_operator_work_is_attributed(prof):
+    """A custom operator's Python is '<op>::pure_python' and the operators it runs '<op>::<name>',
+    in the 'Custom Operator' category; its backward is '_backward_<op>::...'."""
+    class Twice(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * 2)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0] + 0)
+
+    @mx.operator.register("ProfTwice")
+    class TwiceProp(mx.operator.CustomOpProp):
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Twice()
+
+    profiler.set_state("run")
+    x = mx.nd.ones((3,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Custom(x, op_type="ProfTwice")
+    y.backward()
+    mx.nd.waitall()
+    profiler.set_state("stop")
+    custom = json.loads(profiler.dumps(format="json"))["Time"]["Custom Operator"]
+    assert {"ProfTwice::pure_python", "ProfTwice::_mul_scalar", "_backward_ProfTwice::pure_python",
+            "_backward_ProfTwice::_plus_scalar"} <= set(custom)
+
+
+def test_dump_renders_only_new_events(prof):
+    """Repeated dumps reuse the text of events already rendered; the file stays valid JSON and a
+    cleared event list starts a fresh rendering."""
+    profiler.set_state("run")
+    counter = profiler.Counter(profiler.Domain("d"), "c")
+    for i in range(50):
+        counter.set_value(i)
+    profiler.dump(False)
+    first = json.loads(prof.read_text())["traceEvents"]
+    for i in range(50):
+        counter.set_value(i)
+    profiler.dump(False)
+    second = json.loads(prof.read_text())["traceEvents"]
+    assert len([e for e in second if e["ph"] == "C"]) == 100
+    assert first == second[:len(first)] or len(second) > len(first)
+    profiler._state.events.clear()
+    counter.set_value(1)
+    profiler.dump(True)
+    assert len([e for e in json.loads(prof.read_text())["traceEvents"] if e["ph"] == "C"]) == 1
+
+
+def test_dump_replaces_the_file_whole(prof):
+    """dump writes aside and renames: no temporary file is left, the file is valid JSON."""
+    profiler.set_state("run")
+    mx.nd.ones((2,)).wait_to_read()
+    profiler.dump(False)
+    profiler.dump(True)
+    assert json.loads(prof.read_text())["traceEvents"]
+    assert [p.name for p in prof.parent.iterdir()] == [prof.name]

@@ -1,4 +1,5 @@
-"""mxref.util: NumPy-semantics switches stay off (turning one on is a clear error), env access."""
+"""mxref.util: the NumPy shape switch (thread-local or global), NumPy array semantics staying off
+(turning it on is a clear error), env access."""
 import threading
 
 import pytest
@@ -18,10 +19,7 @@ def test_numpy_semantics_are_off_and_queries_say_so():
 
 
 @pytest.mark.parametrize("turn_on", [
-    lambda: util.set_np_shape(True),
     lambda: util.set_np(),
-    lambda: util.set_np(shape=True, array=False),
-    lambda: util.np_shape(True).__enter__(),
     lambda: util.np_array(True).__enter__(),
 ])
 def test_turning_numpy_semantics_on_raises_naming_the_missing_front_end(turn_on):
@@ -55,16 +53,13 @@ def test_decorators_wrap_and_raise_only_when_the_code_runs():
     @util.use_np_shape
     class C:
         def g(self):
-            return 1
+            return util.is_np_shape()
 
         @property
         def p(self):
-            return 2
+            return util.is_np_shape()
 
-    with pytest.raises(MXNetError):
-        C().g()
-    with pytest.raises(MXNetError):
-        _ = C().p
+    assert C().g() is True and C().p is True and not util.is_np_shape()
     with pytest.raises(TypeError, match="can only decorate"):
         util.use_np_array(3)
 
@@ -98,3 +93,38 @@ def test_set_module_and_gpu_count():
 
     assert h.__module__ == "mxnet.foo"
     assert util.get_gpu_count() == mx.context.num_gpus()
+
+
+def test_np_shape_switch_thread_local_and_global():
+    """set_np_shape(True)/1 is this thread's, 2 every thread's, 0 turns both off; np_shape scopes
+    restore the previous state; set_np(shape=True, array=False) is the global switch."""
+    seen = []
+
+    def other():
+        seen.append(util.is_np_shape())
+
+    try:
+        assert util.set_np_shape(True) is False and util.is_np_shape()
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert util.set_np_shape(2) is True
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert seen == [False, True] and util.np_shape_mode() == 2
+        util.set_np_shape(0)
+        assert not util.is_np_shape() and util.np_shape_mode() == 0
+        with util.np_shape(True):
+            assert util.is_np_shape() and util.np_shape_mode() == 1
+            with util.np_shape(False):
+                assert not util.is_np_shape()
+            assert util.is_np_shape()
+        assert not util.is_np_shape()
+        util.set_np(shape=True, array=False)
+        assert util.np_shape_mode() == 2
+    finally:
+        util.reset_np()
+    assert not util.is_np_shape()
+    with pytest.raises(MXNetError, match="set_np_shape"):
+        util.set_np_shape(3)

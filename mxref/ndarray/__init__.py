@@ -59,3 +59,16 @@ from .array_funcs import histogram, linspace, moveaxis, split_v2  # noqa: E402
 
 __all__ += ["histogram", "linspace", "moveaxis", "split_v2"]
 sys.modules[__name__].contrib.boolean_mask = _array_funcs.boolean_mask   # contrib: made by _populate
+
+# Memory shared with numpy / DLPack, and MXNet's pickle state (mxref/ndarray/interop.py).
+from .interop import from_dlpack, from_numpy, to_dlpack_for_read, to_dlpack_for_write  # noqa: E402
+
+__all__ += ["from_dlpack", "from_numpy", "to_dlpack_for_read", "to_dlpack_for_write"]
+
+# MXNet's Python-level helpers over operators (mxref/ndarray/legacy_funcs.py).
+from . import legacy_funcs as _legacy_funcs  # noqa: E402
+from .legacy_funcs import concatenate, onehot_encode  # noqa: E402
+
+__all__ += ["concatenate", "onehot_encode"]
+for _fn in (_legacy_funcs.isinf, _legacy_funcs.isfinite, _legacy_funcs.isnan):
+    setattr(sys.modules[__name__].contrib, _fn.__name__, _fn)   # contrib: made by _populate

@@ -59,6 +59,8 @@ class Chunk:
         try:
             handle = self.handle
             eng = _engine._engine
+            if handle is not None and handle._pool is None:
+                handle = None   # foreign memory (from_numpy, from_dlpack): its owner frees it
             if eng is not self.engine or eng is None:
                 # The engine was switched (and drained) since this chunk was made: its variable
                 # means nothing to the new one, and nothing can still be queued on the memory.

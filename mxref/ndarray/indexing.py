@@ -38,6 +38,8 @@ def getitem_copy(src: NDArray, key) -> NDArray:
     shape = _result_shape(src._shape, key, "NDArray.__getitem__")
     # MXNet 1.x has no 0-d arrays: an element comes back with shape (1,).
     out_shape = shape if shape else (1,)
+    if _imperative._record_hook is not None and src._ag is not None:
+        return _recorded_getitem(src, key, out_shape)
     out = _empty(out_shape, src._chunk.ctx, src._dtype)
 
     def take(run_ctx):
@@ -45,6 +47,17 @@ def getitem_copy(src: NDArray, key) -> NDArray:
 
     _engine.get().push_sync(take, src._chunk.ctx, (src._chunk.var,), (out._chunk.var,), name="_slice")
     return out
+
+
+def _recorded_getitem(src: NDArray, key, out_shape) -> NDArray:
+    """``src[key]`` while autograd records ``src``'s graph: the flat positions the key selects are
+    found on an index array, then taken from ``src`` by recorded operators (a flattening view,
+    ``take``, ``Reshape``), so the gradient is scattered back, repeated positions summed."""
+    positions = np.arange(src.size, dtype=np.int64).reshape(src._shape)[key]
+    idx = _from_numpy(np.ascontiguousarray(positions).reshape(-1), src._chunk.ctx)
+    flat = src.reshape((-1,)) if src.size else src
+    picked = _imperative.invoke_name("take", [flat, idx], {"axis": 0})[0]
+    return picked.reshape(out_shape)
 
 
 def setitem(dst: NDArray, key, value) -> None:
@@ -87,7 +100,9 @@ def setitem(dst: NDArray, key, value) -> None:
             host = np.array(value, dtype=dst._dtype)   # copied now: the caller may change it later
         except (TypeError, ValueError) as exc:
             raise MXNetError(f"NDArray.__setitem__: cannot assign a {type(value).__name__}: {exc}") from None
-        _check_broadcast(host.shape, target, key)
+        # NOTE: reshaped to drop leading 1s, as for NDArray values: numpy will not put a (1,)
+        # array into a single element (``b[0] = np.array([1.5])``).
+        host = host.reshape(_check_broadcast(host.shape, target, key))
 
         def assign(run_ctx):
             dst._data()[key] = host

@@ -31,6 +31,7 @@ import numpy as np
 from ..base import DTYPE_MX_TO_NP, DTYPE_NP_TO_MX, MXNetError
 from ..context import cpu
 from ..ops.sparse.base import CSR, RowSparse
+from ..util import is_np_shape, np_shape_mode
 from .ndarray import NDArray, _from_numpy
 
 __all__ = ["save", "load", "load_frombuffer", "save_tobuffer"]
@@ -62,13 +63,18 @@ def _write_sparse(parts: list, arr) -> None:
 
 
 def _write_array(parts: list, arr: NDArray) -> None:
+    np_shape = is_np_shape()
     if arr._sparse:
+        if np_shape:
+            raise MXNetError("save: only arrays of default storage type can be saved under NumPy shape "
+                             f"semantics, got a {arr.stype} array")
         _write_sparse(parts, arr)
         return
     host = arr.asnumpy()   # waits for pending writes; raises their errors before anything is written
     # NOTE: MXNet 1.x (V2) cannot represent 0-d arrays (ndim 0 means "no array"), so those are
-    # written in V3, MXNet's numpy-shape layout, which mxref reads back; everything else is V2.
-    magic = V3_MAGIC if host.ndim == 0 else V2_MAGIC
+    # written in V3, MXNet's numpy-shape layout, which mxref reads back; everything else is V2,
+    # unless NumPy shape semantics is on, where MXNet writes every array in V3.
+    magic = V3_MAGIC if host.ndim == 0 or np_shape else V2_MAGIC
     parts.append(struct.pack("<Iii", magic, 0, host.ndim))
     parts.append(struct.pack(f"<{host.ndim}q", *host.shape))
     parts.append(struct.pack("<iii", 1, 0, DTYPE_NP_TO_MX[host.dtype]))   # saved from cpu(0)
@@ -239,6 +245,11 @@ def _read_array(r: _Reader, index: int):
     what = f"array {index}"
     (magic,) = r.unpack("<I", f"{what} magic")
     stype = 0
+    mode = np_shape_mode()
+    if magic != V3_MAGIC and mode == 1:
+        # MXNet's rule; only a global switch (mode 2) may read files of the other semantics.
+        raise MXNetError(f"load: {what} in {r.source} was not saved under NumPy shape semantics, but is "
+                         "being loaded under them; load it inside `with mx.np_shape(False)`")
     if magic in (V2_MAGIC, V3_MAGIC):
         (stype,) = r.unpack("<i", f"{what} storage type")
         if stype not in (0, 1, 2):
@@ -246,6 +257,11 @@ def _read_array(r: _Reader, index: int):
         if stype:
             _read_shape(r, True, f"{what} storage shape")
         ndim, shape = _read_shape(r, True, f"{what} shape")
+        if magic == V3_MAGIC and not mode and ndim > 0:
+            # Saved under NumPy shape semantics (mxref itself writes V3 in legacy mode only for
+            # 0-d arrays, which legacy V2 cannot hold).
+            raise MXNetError(f"load: {what} in {r.source} was saved under NumPy shape semantics and must "
+                             "be loaded under them; load it inside `with mx.np_shape(True)`")
         # V2 marks "no array" with ndim 0; V3 with ndim -1 (0 is a real 0-d array there).
         if (magic == V2_MAGIC and ndim == 0) or ndim == -1:
             return None

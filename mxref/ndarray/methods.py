@@ -20,7 +20,7 @@ METHOD_OPS = (
     "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
     "degrees", "radians", "relu", "sigmoid", "softmax", "log_softmax", "softmin", "clip",
     "broadcast_to", "broadcast_like", "broadcast_axes", "diag", "shape_array", "size_array",
-    "depth_to_space", "space_to_depth",
+    "depth_to_space", "space_to_depth", "reshape_like",
 )
 
 _functions: Dict[str, Callable] = {}

@@ -226,18 +226,20 @@ class NDArray:
                 raise MXNetError("reshape: give the shape positionally or as shape=, not both")
             kwargs["shape"] = shape
         from ..ops import registry  # noqa: PLC0415 - ops register after this module loads
+        from ..ops.shape import infer_reshape  # noqa: PLC0415 - same
         op = registry.get("Reshape")
         params = op.parse_params(kwargs)
-        _, (new_shape,) = op.infer_shape(params, [self._shape])
+        if not params["shape"]:
+            raise MXNetError("reshape: parameter 'shape' must be given")
+        # NOTE: a size mismatch is a ValueError here (MXNet checks it in Python after the C call),
+        # while mx.nd.reshape raises MXNetError for the same shapes.
+        new_shape = infer_reshape(self._shape, params["shape"], params["reverse"], check_size=False)
         if math.prod(new_shape) != self.size:
-            raise MXNetError(f"reshape: cannot reshape array of shape {self._shape} into {new_shape}")
+            raise ValueError(f"Cannot reshape array of size {self.size} into shape {tuple(params['shape'])}")
         out = self._view(tuple(new_shape), self._offset)
         if _imperative._record_hook is not None:
             _record_view("Reshape", self, out, shape=out._shape)
         return out
-
-    def reshape_like(self, other: "NDArray") -> "NDArray":
-        return self.reshape(other.shape)
 
     def _at(self, idx: int) -> "NDArray":
         """View of ``self[idx]`` along axis 0 (shape ``(1,)`` for a 1-D array, as MXNet 1.x)."""
@@ -271,7 +273,54 @@ class NDArray:
         if isinstance(key, slice) and key.step in (None, 1):
             start, stop, _ = key.indices(self._shape[0])
             return self._slice(start, max(start, stop))
+        if (isinstance(key, tuple) and 1 < len(key) <= self.ndim and all(isinstance(k, slice) for k in key)):
+            full = key + (slice(None),) * (self.ndim - len(key))
+            if NDArray._basic_indexing_slice_is_contiguous(full, self._shape):
+                return self._contiguous_region(full)
         return _indexing.getitem_copy(self, key)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape) -> bool:
+        """Whether ``x[slc_key]`` (one ``slice`` per axis of ``shape``) is one contiguous block of
+        ``x``'s row-major memory, so it can be a view (MXNet's rule, which numpy's flags agree with).
+
+        Scanning from the last axis: axes kept whole (in order) may be followed by one axis kept in
+        part with step 1, and every axis before that must keep a single element. A result of at
+        most one element, or of none, is always contiguous.
+        """
+        counts = [len(range(*k.indices(n))) for k, n in zip(slc_key, shape)]
+        if 0 in counts or math.prod(counts) <= 1:
+            return True
+        axis = len(shape) - 1
+        while axis >= 0 and counts[axis] == shape[axis] and (counts[axis] == 1 or
+                                                             slc_key[axis].indices(shape[axis])[2] == 1):
+            axis -= 1
+        if axis < 0:
+            return True
+        if counts[axis] > 1 and slc_key[axis].indices(shape[axis])[2] != 1:
+            return False
+        return all(c == 1 for c in counts[:axis])
+
+    def _contiguous_region(self, full_key) -> "NDArray":
+        """The view ``self[full_key]`` for a contiguous basic slice (see above); recorded as ``slice``."""
+        begins, counts = [], []
+        for k, n in zip(full_key, self._shape):
+            start, _, step = k.indices(n)
+            count = len(range(*k.indices(n)))
+            # A single element of a backward slice starts at ``start`` all the same.
+            begins.append(start if count else 0)
+            counts.append(count)
+        shape = tuple(counts)
+        elem = 0
+        stride = 1
+        for b, n in zip(reversed(begins), reversed(self._shape)):
+            elem += b * stride
+            stride *= n
+        out = self._view(shape, self._offset + (elem * self._dtype.itemsize if math.prod(shape) else 0))
+        if _imperative._record_hook is not None:
+            _record_view("slice", self, out, begin=tuple(begins),
+                         end=tuple(b + c for b, c in zip(begins, counts)), step=(1,) * len(shape))
+        return out
 
     def __setitem__(self, key, value) -> None:
         _indexing.setitem(self, key, value)
@@ -296,7 +345,8 @@ class NDArray:
             raise MXNetError(f"attach_grad: stype must be 'default', 'row_sparse' or 'csr', got {stype!r}")
         from .. import autograd  # noqa: PLC0415 - an API facade: autograd sits above ndarray
         from .utils import zeros  # noqa: PLC0415 - utils imports this module
-        grad = zeros(self._shape, self._chunk.ctx, self._dtype, stype=stype)
+        # As MXNet: without ``stype`` the buffer has the array's own storage type.
+        grad = zeros(self._shape, self._chunk.ctx, self._dtype, stype=stype or self.stype)
         autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,

@@ -151,9 +151,13 @@ register(OpDef("broadcast_axis", _broadcast_kernel, aliases=("broadcast_axes",),
 
 def _like_shape(params, in_shapes):
     lhs, rhs = in_shapes
+    la, ra = params["lhs_axes"], params["rhs_axes"]
+    for what, axes in (("lhs_axes", la), ("rhs_axes", ra)):
+        if axes is not None and len(axes) == 0:
+            raise MXNetError(f"broadcast_like: empty {what} tuple is not allowed (leave it out to "
+                             "broadcast every axis)")
     if lhs is None or rhs is None:
         return list(in_shapes), [None]
-    la, ra = params["lhs_axes"], params["rhs_axes"]
     if la is None and ra is None:
         if len(lhs) != len(rhs):
             raise MXNetError(f"broadcast_like: lhs {lhs} and rhs {rhs} must have the same ndim")

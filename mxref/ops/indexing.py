@@ -163,16 +163,30 @@ register(OpDef("one_hot", _one_hot_kernel, arguments=("indices",),
 
 def _where_shape(params, in_shapes):
     cond, x, y = in_shapes
+    if cond is None or 0 in cond:
+        # As MXNet's WhereOpShape: nothing is inferred until the condition's shape is fully known
+        # (it decides between the same-shape and the 1-d row-selecting forms).
+        return list(in_shapes), [None]
     known = x if x is not None else y
     if x is not None and y is not None:
         # 0 is an unknown dimension (a begin state of batch 0 in a symbolic RNN unroll).
         if len(x) != len(y) or any(a and b and a != b for a, b in zip(x, y)):
             raise MXNetError(f"where: x {tuple(x)} and y {tuple(y)} must have the same shape")
         known = tuple(a or b for a, b in zip(x, y))
-    if cond is not None and known is not None and tuple(cond) != tuple(known) \
-            and not (len(cond) == 1 and known and cond[0] == known[0]):
+    if known is None or (len(cond) == 1 and len(known) != 1):
+        rows_ok = known is None or not known or known[0] in (0, cond[0])
+    else:
+        rows_ok = False
+    if known is not None and len(cond) == len(known):
+        if any(a and b != a for a, b in zip(known, cond)):
+            raise MXNetError(f"where: condition {tuple(cond)} must have the shape of x {tuple(known)} "
+                             "or be 1-d with its first dimension")
+        known = tuple(cond)     # the condition is fully known: it fills x's unknown dims
+    elif not rows_ok:
         raise MXNetError(f"where: condition {tuple(cond)} must have the shape of x {tuple(known)} "
                          "or be 1-d with its first dimension")
+    elif known is not None and known and not known[0]:
+        known = (cond[0],) + tuple(known[1:])
     return [cond, known, known], [known]
 
 
@@ -220,4 +234,14 @@ def _clip_grad(node, ograds):
 
 register(OpDef("clip", _clip_kernel, params=_CLIP_PARAMS, inplace=[(0, 0)], gradient=_clip_grad,
                doc="clip(data, a_min, a_max): values limited to [a_min, a_max]."))
-register(OpDef("_backward_clip", _clip_backward, arguments=("ograd", "data"), params=_CLIP_PARAMS))
+def _clip_backward_grad(node, ograds):
+    """``_backward_clip(g, x) = g * [a_min <= x <= a_max]``: linear in ``g`` (the same mask again),
+    piecewise constant in ``x`` (a zero gradient)."""
+    again = make_node("_backward_clip", [ograds[0], node.inputs[1]], node.name + "_backward",
+                      params=node.params)
+    zero = make_node("zeros_like", [node.inputs[1]], node.name + "_ddata")
+    return [NodeEntry(again, 0, 0), NodeEntry(zero, 0, 0)]
+
+
+register(OpDef("_backward_clip", _clip_backward, arguments=("ograd", "data"), params=_CLIP_PARAMS,
+               gradient=_clip_backward_grad))

@@ -30,8 +30,28 @@ def _check_num_args(op: str, params, n: int) -> None:
         raise MXNetError(f"{op}: num_args={params['num_args']} but {n} inputs were given")
 
 
-def _concat_shape(params, in_shapes):
+def _concat_from_output(params, in_shapes, out):
+    """A known output fills the inputs back in (MXNet's ConcatShape): every dim but ``dim`` from
+    the output, and the one input whose size along ``dim`` is unknown gets what the others leave."""
+    dim = normalize_axis("Concat", params["dim"], len(out))
+    ins = [tuple(o if k != dim else 0 for k, o in enumerate(out)) if s is None else
+           tuple(a or (o if k != dim else 0) for k, (a, o) in enumerate(zip(s, out))) for s in in_shapes]
+    missing = [i for i, s in enumerate(ins) if not s[dim]]
+    if len(missing) == 1 and out[dim]:
+        rest = out[dim] - sum(s[dim] for s in ins)
+        if rest <= 0:
+            raise MXNetError(f"Concat: output size {out[dim]} along dim {params['dim']} is too small for "
+                             f"the inputs {[tuple(x) for x in ins]}")
+        i = missing[0]
+        ins[i] = ins[i][:dim] + (rest,) + ins[i][dim + 1:]
+    return ins
+
+
+def _concat_shape(params, in_shapes, out_shapes=None):
     _check_num_args("Concat", params, len(in_shapes))
+    out = out_shapes[0] if out_shapes else None
+    if out is not None and any(s is None or 0 in s for s in in_shapes):
+        in_shapes = _concat_from_output(params, in_shapes, out)
     known = [s for s in in_shapes if s is not None]
     if not known:
         return list(in_shapes), [None]
@@ -114,9 +134,33 @@ register(OpDef("stack", _stack_kernel, arguments=_arg_names,
                doc="stack(*data, axis=0, num_args): join same-shape arrays along a new axis."))
 
 
-def _split_shape(params, in_shapes):
+def _split_from_outputs(params, src, outs):
+    """Known outputs fill the input back in: the other dims from any output, and the split axis
+    from the parts (``num_outputs`` times a part, or ``num_outputs`` when squeezed)."""
+    n = params["num_outputs"]
+    for out in outs:
+        if out is None:
+            continue
+        full = list(out)
+        ndim = len(out) + 1 if params["squeeze_axis"] else len(out)
+        axis = normalize_axis("SliceChannel", params["axis"], ndim)
+        if params["squeeze_axis"]:
+            full.insert(axis, n)
+        else:
+            full[axis] *= n
+        if src is None:
+            src = tuple(full)
+        elif len(src) == ndim:
+            src = tuple(a or b for a, b in zip(src, full))
+    return src
+
+
+def _split_shape(params, in_shapes, out_shapes=None):
     n = params["num_outputs"]
     src: Optional[Tuple[int, ...]] = in_shapes[0]
+    if out_shapes and (src is None or 0 in src):
+        src = _split_from_outputs(params, src, out_shapes)
+        in_shapes = [src]
     if src is None:
         return list(in_shapes), [None] * n
     axis = normalize_axis("SliceChannel", params["axis"], len(src))
@@ -126,7 +170,7 @@ def _split_shape(params, in_shapes):
     part = list(src)
     part[axis] = src[axis] // n
     if params["squeeze_axis"]:
-        if part[axis] != 1:
+        if part[axis] not in (0, 1):     # 0: not known yet
             raise MXNetError(f"SliceChannel: squeeze_axis needs parts of size 1, got {part[axis]}")
         del part[axis]
     return list(in_shapes), [tuple(part)] * n

@@ -113,10 +113,12 @@ def _batch_shape(params, in_shapes):
         raise MXNetError(f"batch_dot: inputs must be 3-d, got {tuple(lhs)} and {tuple(rhs)}")
     m, k = (lhs[2], lhs[1]) if params["transpose_a"] else (lhs[1], lhs[2])
     k2, n = (rhs[2], rhs[1]) if params["transpose_b"] else (rhs[1], rhs[2])
-    if lhs[0] != rhs[0] or k != k2:
+    if not k or not k2:
+        return list(in_shapes), [None]      # as MXNet: nothing until the inner sizes are known
+    if (lhs[0] and rhs[0] and lhs[0] != rhs[0]) or k != k2:
         raise MXNetError(f"batch_dot: shapes {tuple(lhs)} and {tuple(rhs)} do not match "
                          f"(transpose_a={params['transpose_a']}, transpose_b={params['transpose_b']})")
-    return list(in_shapes), [(lhs[0], m, n)]
+    return list(in_shapes), [(lhs[0] or rhs[0], m, n)]
 
 
 def _batch_operands(params, lhs, rhs):

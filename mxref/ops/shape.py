@@ -31,8 +31,10 @@ def _prod(dims: Sequence[int]) -> int:
     return int(np.prod(dims, dtype=np.int64)) if dims else 1
 
 
-def infer_reshape(src: Sequence[int], codes: Sequence[int], reverse: bool = False) -> Tuple[int, ...]:
-    """The output shape of ``Reshape(shape=codes)`` on input shape ``src`` (see the module doc)."""
+def infer_reshape(src: Sequence[int], codes: Sequence[int], reverse: bool = False,
+                  check_size: bool = True) -> Tuple[int, ...]:
+    """The output shape of ``Reshape(shape=codes)`` on input shape ``src`` (see the module doc);
+    ``check_size=False`` leaves a size mismatch to the caller (``NDArray.reshape``'s ValueError)."""
     src, codes = list(src), list(codes)
     if reverse:   # MXNet reverses both lists literally, so -2/-4 rarely make sense reversed
         src, codes = src[::-1], codes[::-1]
@@ -86,7 +88,7 @@ def infer_reshape(src: Sequence[int], codes: Sequence[int], reverse: bool = Fals
         if rest == 0 or total % rest:
             raise MXNetError(f"Reshape: cannot infer -1 in {tuple(codes)} for input {tuple(src)}")
         out[infer_at] = total // rest
-    if _prod(out) != total:
+    if check_size and _prod(out) != total:
         raise MXNetError(f"Reshape: target shape {tuple(out)} (from {tuple(codes)}) has a different "
                          f"size than the input {tuple(src)}")
     return tuple(out[::-1] if reverse else out)

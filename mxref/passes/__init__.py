@@ -1,4 +1,5 @@
-"""Graph passes: infer_shape, infer_type, gradient, plan_memory, mirror, count_flops (one file each).
+"""Graph passes: infer_shape, infer_type, gradient, plan_memory, mirror, count_flops,
+eliminate_common_expr, ... (one file each).
 
 Importing this package registers every pass with the pass registry of ``mxref.graph``
 (``mxref.graph.list_passes()``). Passes stand on the graph IR and the operator registry only; they

@@ -61,6 +61,18 @@ def aggregate_gradient(grads: List[NodeEntry]) -> NodeEntry:
     return _entry(make_node("identity", [total], "sum_grad_final"))
 
 
+# Operators whose gradient is not zero when every output gradient is: loss layers start the
+# backward on their own; user code (Custom, autograd.Function) and control flow (a loss layer in
+# the body) may do the same.
+_OWN_GRADIENT_OPS = ("Custom", "_CustomFunction", "_foreach", "_while_loop", "_cond")
+
+
+def _propagates_zeros(op) -> bool:
+    """Whether zero output gradients give zero input gradients without building the op's backward
+    (MXNet's MakeNonlossGradNode: the zero propagation that prunes a stop_gradient'ed branch)."""
+    return not op.loss_layer and op.name not in _OWN_GRADIENT_OPS
+
+
 def _zeros_like(entry: NodeEntry, name: str) -> Optional[NodeEntry]:
     if not registry.exists("zeros_like"):
         return None
@@ -151,12 +163,13 @@ def gradient(graph: Graph, xs: Sequence[NodeEntry] = None, ys: Sequence[NodeEntr
         if not node.inputs:
             continue
         fwd = mirror.get(id(node), node)
-        if node.op.gradient is not None:
+        zero_in = all(is_zero_entry(g, zero_ops) for g in agg)
+        if node.op.gradient is not None and not (zero_in and _propagates_zeros(node.op)):
             in_grads = list(node.op.gradient(fwd, agg))
             if len(in_grads) != len(node.inputs):
                 raise MXNetError(f"gradient of operator {node.op.name} (node {node.name}) returned "
                                  f"{len(in_grads)} gradients for {len(node.inputs)} inputs")
-        elif all(is_zero_entry(g, zero_ops) for g in agg):
+        elif zero_in:
             in_grads = []
             for i, e in enumerate(fwd.inputs):
                 suffix = "_backward" if len(fwd.inputs) == 1 else f"_in{i}_backward"

@@ -15,12 +15,15 @@ from __future__ import annotations
 import threading
 from typing import Dict, Optional
 
+from .. import profiler as _profiler
 from ..base import MXNetError
 from ..context import memory_limit
 from .bookkeeping import PoolCore
 from .device import OutOfMemory
 from .handle import FREED, Handle
 from .strategy import Strategy
+
+_prof = _profiler._state    # its ``recording`` flag is all a pool reads while nobody profiles
 
 __all__ = ["PooledStorageManager"]
 
@@ -79,6 +82,8 @@ class PooledStorageManager:
             if block is None:
                 block = self._alloc_from_device(key, nbytes)
                 core.track_new(key)
+            if _prof.recording:
+                _profiler.record_memory(self.ctx, core.bytes_in_use)
         handle = Handle.__new__(Handle)
         handle.buffer = block[:nbytes] if self._host else block
         handle.size = nbytes
@@ -92,7 +97,10 @@ class PooledStorageManager:
         """Give ``handle``'s block back to the pool (the device keeps the memory)."""
         with self._lock:
             key, block = self._claim(handle, "free")
-            if self._core.give(key, block):
+            pooled = self._core.give(key, block)
+            if _prof.recording:
+                _profiler.record_memory(self.ctx, self._core.bytes_in_use)
+            if pooled:
                 return
             self.device.free(block, self._core.block_size(key))
 
@@ -101,6 +109,8 @@ class PooledStorageManager:
         with self._lock:
             key, block = self._claim(handle, "direct_free")
             self._core.forget(key)
+            if _prof.recording:
+                _profiler.record_memory(self.ctx, self._core.bytes_in_use)
             self.device.free(block, self._core.block_size(key))
 
     def release_all(self) -> None:

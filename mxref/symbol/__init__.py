@@ -51,3 +51,15 @@ def __getattr__(attr_name: str):
 from .array_funcs import histogram, linspace, split_v2  # noqa: E402
 
 __all__ += ["histogram", "linspace", "split_v2"]
+
+# Two-operand functions on symbols and numbers (mxref/symbol/ufunc.py).
+from .ufunc import hypot, maximum, minimum, pow, power  # noqa: E402, A004
+
+__all__ += ["hypot", "maximum", "minimum", "pow", "power"]
+
+# mx.nd.CachedOp calls a symbol on NDArrays; it needs the executor, so it lives here
+# (mxref/symbol/cached_op.py) and is put into mx.nd's namespace.
+from .. import ndarray as _ndarray  # noqa: E402
+from .cached_op import CachedOp as _CachedOp  # noqa: E402
+
+_ndarray.CachedOp = _CachedOp

@@ -25,6 +25,7 @@ from ..attribute import HIDDEN_KEYS
 from ..base import MXNetError
 from ..graph import Graph, Node, NodeEntry, topo_sort
 from ..ops import registry
+from ..util import is_np_shape
 
 __all__ = ["MXNET_VERSION", "to_json", "from_json", "variable_version", "apply_input_var_attrs"]
 
@@ -87,7 +88,10 @@ def _write(value, depth: int) -> str:
 def to_json(outputs: Sequence[NodeEntry]) -> str:
     """The graph reachable from ``outputs`` as MXNet 1.9.1 writes it (``Symbol.tojson``)."""
     doc = _graph_doc(outputs)
-    doc.append(("attrs", {"mxnet_version": ["int", MXNET_VERSION]}))
+    attrs = {"mxnet_version": ["int", MXNET_VERSION]}
+    if is_np_shape():       # as MXNet: the graph says its 0 dims are real (NumPy shape semantics)
+        attrs = {"is_np_shape": ["int", 1], **attrs}
+    doc.append(("attrs", attrs))
     return _write(doc, 0)
 
 

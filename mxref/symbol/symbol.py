@@ -17,6 +17,7 @@ from .. import (
 )
 from ..base import DTYPE_NP_TO_MX, MXNetError, NotImplementedForSymbol, normalize_dtype
 from ..graph import Graph, Node, NodeEntry, apply_pass, copy_graph, topo_sort
+from ..util import is_np_shape
 from . import json_format
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
@@ -204,6 +205,16 @@ class Symbol:
         entries = [e for node in nodes for e in node.inputs]
         return Symbol(entries) if entries else None
 
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """The head operator alone (MXNet's atomic symbol): a new node of the same operator and
+        attributes, its inputs fresh variables named after its arguments, its visible outputs."""
+        head = self._outputs[0].node
+        if head.is_variable:
+            raise MXNetError(f"_gen_atomic_symbol: '{head.name}' is a variable, not an operator")
+        node = Node(head.op, head.name, dict(head.attrs))
+        node.inputs = [NodeEntry(Node(None, n), 0, 0) for n in head.op.list_inputs(node.params)]
+        return Symbol([NodeEntry(node, i, 0) for i in range(head.op.num_visible_outputs(node.params))])
+
     # -- composition ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs) -> "Symbol":
         """A copy of this symbol with variables replaced by keyword: ``net(data=other)``."""
@@ -262,6 +273,7 @@ class Symbol:
     def _infer(self, kind: str, partial: bool, args, kwargs):
         """Run the ``infer_shape``/``infer_type`` pass and present its result as MXNet does."""
         what = "infer_shape" if kind == "shape" else "infer_type"
+        np_shape = is_np_shape()
         arg_names, input_names = self.list_arguments(), self.list_inputs()
         if args and kwargs:
             raise ValueError(f"Can only specify known argument {kind}s either by positional or "
@@ -275,6 +287,8 @@ class Symbol:
                 raise MXNetError(f"{what}: keyword argument '{key}' is not an input; "
                                  f"candidates: {input_names}")
             if value is not None:
+                if kind == "shape" and np_shape and isinstance(value, (tuple, list)):
+                    value = _from_np_shape(key, value)
                 known[key] = _user_value(kind, key, value)
         try:
             graph = apply_pass(Graph(self._outputs), what,
@@ -287,7 +301,9 @@ class Symbol:
         out_vals = [values[idx.entry_id(e)] for e in self._outputs]
         aux_vals = [values[idx.entry_id(nid, 0)] for nid in idx.mutable_input_nodes]
         if kind == "shape":
-            known_fn, show = (lambda s: s is not None and 0 not in s), (lambda s: s or ())
+            known_fn = lambda s: s is not None and 0 not in s  # noqa: E731
+            # Legacy semantics: an unknown shape is (), an unknown dim 0; NumPy's: None and -1.
+            show = _to_np_shape if np_shape else (lambda s: s or ())
         else:
             known_fn, show = (lambda t: t is not None), (lambda t: None if t is None else t.type)
         if not partial and not all(known_fn(v) for v in arg_vals + out_vals + aux_vals):
@@ -357,6 +373,18 @@ class Symbol:
 # -------------------------------------------------------------------------------------------------
 # Creating symbols
 # -------------------------------------------------------------------------------------------------
+
+def _from_np_shape(key: str, value) -> Tuple[int, ...]:
+    """A shape given under NumPy shape semantics: -1 (unknown) becomes mxref's 0."""
+    if any(isinstance(d, (int, np.integer)) and d < -1 for d in value):
+        raise MXNetError(f"infer_shape: the shape of '{key}' has a dimension below -1: {tuple(value)}")
+    return tuple(0 if d == -1 else d for d in value)
+
+
+def _to_np_shape(shape):
+    """An inferred shape as NumPy shape semantics shows it: ``None`` unknown, -1 an unknown dim."""
+    return None if shape is None else tuple(-1 if d == 0 else d for d in shape)
+
 
 def _user_value(kind: str, key: str, value):
     """A shape (tuple of ints; ``()`` means unknown, as in MXNet 1.x) or a dtype given by the user."""

@@ -119,3 +119,68 @@ def test_copyto_is_recorded():
         loss = nd.sum(y * 3)
     loss.backward()
     assert x.grad.asnumpy().tolist() == [3, 3]
+
+
+def test_contiguous_basic_slices_are_views():
+    """A tuple of slices whose result is one contiguous block is a view (writes go through, as in
+    MXNet); the contiguity rule agrees with numpy's flags; others copy."""
+    import itertools
+
+    import mxref as mx
+    shape = (3, 4, 5)
+    base = np.arange(60).reshape(shape)
+    slices = [slice(None), slice(1, 3), slice(2, 3), slice(None, None, 2), slice(None, None, -1), slice(4, 0)]
+    is_contig = mx.nd.NDArray._basic_indexing_slice_is_contiguous
+    for key in itertools.product(slices, repeat=3):
+        assert is_contig(key, shape) == base[key].flags.contiguous, key
+    x = mx.nd.array(base)
+    v = x[1:2, 1:3]
+    assert v._chunk is x._chunk and v.shape == (1, 2, 5)
+    v[:] = -1
+    expect = base.copy()
+    expect[1:2, 1:3] = -1
+    np.testing.assert_array_equal(x.asnumpy(), expect)
+    c = x[:, 1:3]                     # not contiguous: a copy
+    assert c._chunk is not x._chunk
+    np.testing.assert_array_equal(c.asnumpy(), expect[:, 1:3])
+
+
+def test_contiguous_slice_view_records_its_gradient():
+    import mxref as mx
+    x = mx.nd.array(np.arange(24).reshape(2, 3, 4))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x[1:2, 0:2] * 2
+    y.backward()
+    want = np.zeros((2, 3, 4))
+    want[1:2, 0:2] = 2
+    np.testing.assert_array_equal(x.grad.asnumpy(), want)
+
+
+def test_assign_size_one_array_to_an_element():
+    """b[0] = np.array([v]) and b[0] = v both store v (MXNet issue 8668)."""
+    import mxref as mx
+    a = np.array([47.844944], dtype=np.float32)
+    b = mx.nd.zeros(1)
+    b[0] = a
+    np.testing.assert_array_equal(b.asnumpy(), a)
+    c = mx.nd.zeros((2, 2))
+    c[1, 1] = np.array([[3.0]])
+    assert c.asnumpy()[1, 1] == 3.0
+
+
+def test_copying_getitem_is_recorded():
+    """x[key] for keys that copy (int tuples, steps, index arrays) is recorded while autograd
+    records x: the gradient scatters back, repeated positions summed."""
+    import mxref as mx
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for key in [(1, 2), (slice(None), slice(None, None, 2)), ([0, 0, 2],), (np.array([2, 0]), slice(1, 3))]:
+        x = mx.nd.array(base)
+        x.attach_grad()
+        with mx.autograd.record():
+            y = x[key]
+        y.backward()
+        np.testing.assert_array_equal(y.asnumpy(), base[key].reshape(y.shape))
+        want = np.zeros_like(base)
+        np.add.at(want, key, 1)
+        np.testing.assert_array_equal(x.grad.asnumpy(), want)

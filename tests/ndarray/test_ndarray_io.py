@@ -169,3 +169,32 @@ def test_module_runs_standalone():
                           capture_output=True, text=True, timeout=60,
                           cwd=os.path.join(os.path.dirname(__file__), "..", ".."))
     assert proc.stdout.strip() == "274", proc.stderr
+
+
+def test_np_shape_save_load_semantics(tmp_path):
+    """Under np_shape every array is saved in V3 (0-d and zero-size included) and must be loaded
+    under it; a legacy (V2) file is refused under a thread-local np_shape (MXNet's rules)."""
+    import mxref as mx
+    fname = str(tmp_path / "arrays")
+    with mx.np_shape(True):
+        arrays = [mx.nd.array(np.arange(6).reshape(2, 3)), mx.nd.array(np.array(7.0)), mx.nd.zeros((0, 4))]
+        mx.nd.save(fname, arrays)
+        back = mx.nd.load(fname)
+        assert [a.shape for a in back] == [(2, 3), (), (0, 4)]
+        np.testing.assert_array_equal(back[0].asnumpy(), arrays[0].asnumpy())
+        with pytest.raises(mx.MXNetError, match="saved under NumPy shape semantics"):
+            with mx.np_shape(False):
+                mx.nd.load(fname)
+        with pytest.raises(mx.MXNetError, match="default storage"):
+            mx.nd.save(fname + "2", [mx.nd.zeros((2, 2)).tostype("csr")])
+    mx.nd.save(fname, [mx.nd.ones((2,))])
+    with mx.np_shape(True):
+        with pytest.raises(mx.MXNetError, match="not saved under NumPy shape semantics"):
+            mx.nd.load(fname)
+    try:
+        mx.util.set_np_shape(2)       # the global switch may read legacy files
+        assert mx.nd.load(fname)[0].shape == (2,)
+    finally:
+        mx.util.set_np_shape(0)
+    mx.nd.save(fname, [mx.nd.array(np.array(3.0))])     # legacy mode: a 0-d array still round-trips
+    assert mx.nd.load(fname)[0].shape == ()

@@ -62,3 +62,11 @@ def test_plus_and_minus_aliases():
     """broadcast_plus / broadcast_minus are broadcast_add / broadcast_sub."""
     assert registry.get("broadcast_plus") is registry.get("broadcast_add")
     assert registry.get("broadcast_minus") is registry.get("broadcast_sub")
+
+
+def test_broadcast_like_empty_axes_rejected():
+    """broadcast_like with lhs_axes=() / rhs_axes=() is an error naming the argument (as MXNet)."""
+    import mxref as mx
+    from mxref.base import MXNetError
+    with pytest.raises(MXNetError, match="empty lhs_axes"):
+        mx.nd.broadcast_like(mx.nd.ones((1, 2)), mx.nd.ones((3, 2)), lhs_axes=(), rhs_axes=())

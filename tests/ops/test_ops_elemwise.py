@@ -120,3 +120,12 @@ def test_unknown_argument_names_op_and_argument():
     """Passing a parameter an op does not have is an MXNetError naming both."""
     with pytest.raises(MXNetError, match="exp.*'axis'"):
         run_op("exp", X, axis=1)
+
+
+def test_float32_exp_is_correctly_rounded():
+    """float32 exp goes through float64: exp(1) is 2.7182817 (C's expf), not numpy's SIMD 2.7182820."""
+    import mxref as mx
+    assert mx.nd.exp(mx.nd.ones((1,))).asnumpy()[0] == np.float32(np.exp(1.0))
+    x = np.linspace(-5, 5, 101).astype(np.float32)
+    want = np.exp(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(mx.nd.exp(mx.nd.array(x)).asnumpy(), want)

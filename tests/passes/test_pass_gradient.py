@@ -175,3 +175,31 @@ def test_loss_layer_needs_no_head_gradient_in_graph():
     onehot = np.eye(3)[[0, 2]]
     np.testing.assert_allclose(dw, (prob - onehot).T @ feed["data"], rtol=1e-10)
     assert isinstance(fg.attrs["head_grad_nodes"][0], Node)
+
+
+def test_zero_gradients_prune_the_backward_of_a_stopped_branch():
+    """An op whose output gradients are all zeros gives zeros to its inputs without building its
+    backward (MXNet's zero propagation): behind stop_gradient no _backward_mul is bound, so the
+    executor allocates less; loss layers still start their own backward."""
+    import re
+
+    import mxref as mx
+    data = mx.sym.Variable("data")
+    for _ in range(4):
+        data = data * data
+    def total_mb(sym, shape):
+        ex = sym.simple_bind(ctx=mx.cpu(), data=shape)
+        return ex, int(re.search(r"Total (\d+) MB allocated", ex.debug_str()).group(1))
+
+    _, big = total_mb(data, (10, 3, 128, 128))
+    ex, small = total_mb(mx.sym.stop_gradient(data), (10, 3, 128, 128))
+    assert "_backward_mul" not in ex.debug_str() and small < big
+    ex, _ = total_mb(mx.sym.stop_gradient(data), (2, 3))
+    ex.forward(is_train=True, data=mx.nd.ones((2, 3)))
+    ex.backward(mx.nd.ones((2, 3)))
+    assert not ex.grad_dict["data"].asnumpy().any()
+    loss = mx.sym.MakeLoss(mx.sym.Variable("x") * 2)
+    ex = loss.simple_bind(ctx=mx.cpu(), x=(2,))
+    ex.forward(is_train=True, x=mx.nd.ones(2))
+    ex.backward()
+    assert ex.grad_dict["x"].asnumpy().tolist() == [2.0, 2.0]

@@ -144,3 +144,80 @@ def test_a_node_filled_in_by_its_neighbours_still_checks_its_shapes():
     with pytest.raises(MXNetError, match=r"transpose.*\(2, 3\) but \(3, 2\) is inferred"):
         net.infer_shape(x=(2, 3))
     assert (sym.transpose(v) + v).infer_shape_partial(V=(3, 3))[1] == [(3, 3)]
+
+
+def _arg_shapes(sym):
+    import mxref as mx  # noqa: F401
+    arg_shapes, _, _ = sym.infer_shape()
+    return dict(zip(sym.list_arguments(), arg_shapes))
+
+
+def test_known_output_fills_slice_channel_input():
+    """SliceChannel: a known part gives the input its other dims and its split axis."""
+    import mxref as mx
+    a = mx.sym.Variable("a", shape=(0, 10))
+    b = mx.sym.SliceChannel(data=a, num_outputs=10, axis=1, squeeze_axis=True)
+    assert _arg_shapes(b[1] + mx.sym.Variable("c", shape=(5,)))["a"] == (5, 10)
+    a = mx.sym.Variable("a", shape=(0, 15, 0))
+    b = mx.sym.SliceChannel(data=a, num_outputs=3, squeeze_axis=False)
+    assert _arg_shapes(b[1] + mx.sym.Variable("c", shape=(3, 5, 2)))["a"] == (3, 15, 2)
+
+
+def test_known_output_fills_convolution_data():
+    """Convolution: the batch size always, spatial sizes where the stride is 1."""
+    import mxref as mx
+    a = mx.sym.Variable("a", shape=(0, 10, 0, 0))
+    b = mx.sym.Convolution(data=a, num_filter=21, kernel=(3, 3), dilate=(2, 1), pad=(1, 1))
+    shapes = _arg_shapes(b + mx.sym.Variable("c", shape=(5, 21, 30, 32)))
+    assert shapes["a"] == (5, 10, 32, 32) and shapes["convolution0_weight"] == (21, 10, 3, 3)
+    strided = mx.sym.Convolution(data=mx.sym.Variable("a", shape=(0, 10, 0, 0)), num_filter=4,
+                                 kernel=(3, 3), stride=(2, 2))
+    _, _, _ = strided.infer_shape_partial()
+    arg, _, _ = (strided + mx.sym.Variable("c", shape=(5, 4, 7, 7))).infer_shape_partial()
+    assert arg[0] == (5, 10, 0, 0)       # stride 2: the input size is ambiguous, left unknown
+
+
+def test_known_output_fills_concat_inputs():
+    """Concat: dims off the axis from the output; the one unknown axis size is what is left."""
+    import mxref as mx
+    a = mx.sym.Variable("a", shape=(0, 10))
+    b = mx.sym.Variable("b", shape=(0, 0))
+    c = mx.sym.Concat(a, b, num_args=2, dim=1)
+    shapes = _arg_shapes(mx.sym.Variable("d", shape=(2, 15)) + c)
+    assert shapes == {"d": (2, 15), "a": (2, 10), "b": (2, 5)}
+
+
+def test_np_shape_semantics_at_the_symbol_boundary():
+    """Under np_shape, -1 is an unknown dim (in and out) and an unknown shape is None; in legacy
+    semantics they are 0 and ()."""
+    import mxref as mx
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    z = mx.sym.dot(x, y)
+    assert z.infer_shape_partial(x=(0, 3, 4), y=(4, 5))[1] == [(0, 3, 5)]
+    assert mx.sym.sin(x).infer_shape_partial()[0] == [()]
+    with mx.np_shape(True):
+        assert z.infer_shape_partial(x=(-1, 3, 4), y=(4, 5))[1] == [(-1, 3, 5)]
+        assert mx.sym.sin(x).infer_shape_partial() == ([None], [None], [])
+        assert z.infer_shape(x=(2, 3, 4), y=(4, 5))[1] == [(2, 3, 5)]
+
+
+def test_where_waits_for_a_known_condition_and_batch_dot_for_inner_sizes():
+    """where infers nothing while the condition's shape has unknown dims (MXNet's WhereOpShape);
+    batch_dot nothing while an inner (contracted) size is unknown."""
+    import mxref as mx
+    w = mx.sym.where(mx.sym.Variable("c"), mx.sym.Variable("x"), mx.sym.Variable("y"))
+    assert w.infer_shape_partial(c=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    assert w.infer_shape_partial(c=(3, 2), x=(0, 2), y=(0, 2))[1] == [(3, 2)]
+    b = mx.sym.batch_dot(mx.sym.Variable("x"), mx.sym.Variable("y"))
+    assert b.infer_shape_partial(x=(0, 3, 4), y=(0, 4, 5))[1] == [(0, 3, 5)]
+    assert b.infer_shape_partial(x=(0, 3, 4), y=(0, 0, 5))[1] == [()]
+
+
+def test_convolution_weight_with_unknown_channels():
+    """Data of unknown channel count: the weight is (num_filter, 0, *kernel), as MXNet."""
+    import mxref as mx
+    data = mx.sym.Variable("data", shape=(1, 0, 0, 0))
+    conv = mx.sym.Convolution(data=mx.sym.cast(data, dtype="float16"), weight=mx.sym.Variable("weight"),
+                              pad=(3, 3), num_filter=64, stride=(2, 2), no_bias=True, kernel=(7, 7))
+    arg, _, _ = conv.infer_shape_partial()
+    assert dict(zip(conv.list_arguments(), arg)) == {"data": (1, 0, 0, 0), "weight": (64, 0, 7, 7)}

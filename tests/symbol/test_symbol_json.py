@@ -133,3 +133,19 @@ def test_legacy_0_8_file_is_upgraded():
     assert attrs["bn_moving_var"] == {"eps": "0.001", "__init__": '["one", {}]'}
     assert s.infer_shape_partial(data=(2, 5))[0][1] == (4, 5)
     assert '"mxnet_version": ["int", 10901]' in s.tojson()
+
+
+def test_tojson_marks_np_shape_graphs():
+    """tojson under np_shape adds attrs.is_np_shape = ["int", 1], as MXNet; a legacy graph (0 =
+    unknown dim in __shape__) still infers under np_shape."""
+    import json as _json
+
+    import mxref as mx
+    w = mx.sym.var("weight", shape=(8, 0))
+    net = mx.sym.FullyConnected(mx.sym.var("data"), w, num_hidden=8)
+    assert "is_np_shape" not in _json.loads(net.tojson())["attrs"]
+    with mx.np_shape(True):
+        assert _json.loads(net.tojson())["attrs"]["is_np_shape"] == ["int", 1]
+        loaded = mx.sym.load_json(net.tojson())
+        args, outs, _ = loaded.infer_shape(data=(2, 5))
+        assert args[1] == (8, 5) and outs == [(2, 8)]

@@ -242,3 +242,16 @@ def test_bind_methods_delegate_to_the_executor_module(monkeypatch):
         "shared_arg_names": None, "shared_exec": None, "shared_buffer": None, "data": (2, 3)})
     assert fc.eval("ctx", data=1) == ["out"]
     assert calls[-1][:3] == ("bind", "ctx", {"data": 1}) and calls[-1][3]["grad_req"] == "write"
+
+
+def test_gen_atomic_symbol():
+    """_gen_atomic_symbol: the head operator with fresh argument variables, composable again."""
+    import mxref as mx
+    s = mx.sym.RNN(mx.sym.var("data"), mx.sym.var("param"), mx.sym.var("h0"), mx.sym.var("h1"),
+                   state_size=10, num_layers=2, bidirectional=True, state_outputs=True, mode="lstm")
+    atomic = s._gen_atomic_symbol()
+    assert atomic.list_arguments() == ["data", "parameters", "state", "state_cell"]
+    assert atomic.list_outputs() == s.list_outputs()
+    assert atomic(data=mx.sym.var("x")).list_arguments()[0] == "x"
+    with pytest.raises(mx.MXNetError, match="variable"):
+        mx.sym.var("v")._gen_atomic_symbol()

@@ -29,7 +29,7 @@ from ...base import MXNetError
 from ..parallel import parallel_for, parallel_matmul
 from ..registry import OpDef, Param, assign, register, register_kernel
 from . import im2col
-from ._util import backward_node, known, merge_shape, out_entries, uniform_type
+from ._util import backward_node, merge_shape, out_entries, uniform_type
 from .im2col import out_size
 
 PARAMS = {
@@ -66,24 +66,33 @@ def _arguments(p):
     return ["data", "weight"] if p["no_bias"] else ["data", "weight", "bias"]
 
 
+def _data_from_output(p, data, out):
+    """A known output fills the data back in (MXNet's ConvolutionShape): the batch size always, a
+    spatial size where the stride is 1 (``x = o + d (k - 1) - 2 pad``)."""
+    k, s, d, pd = geometry("Convolution", p)
+    if len(out) != 2 + len(k) or (data is not None and len(data) != len(out)):
+        return data
+    data = list(data) if data is not None else [0] * len(out)
+    data[0] = data[0] or out[0]
+    for i, (o, kk, ss, dd, pp) in enumerate(zip(out[2:], k, s, d, pd)):
+        if not data[2 + i] and o and ss == 1:
+            data[2 + i] = o + dd * (kk - 1) - 2 * pp
+    return tuple(data)
+
+
 def infer_shape(p, in_shapes, out_shapes=None):
     k, s, d, pd = geometry("Convolution", p)
     data, f, g = in_shapes[0], p["num_filter"], p["num_group"]
     ins = list(in_shapes)
-    out = out_shapes[0] if out_shapes else None
-    if data is not None and out is not None and len(out) == len(data) == 2 + len(k):
-        # As MXNet: a known output fills the data's unknown batch, and an unknown spatial size
-        # where the stride is 1 (e.g. a zero begin state of batch 0 feeding a ConvLSTM's h2h).
-        spatial = tuple(x or (o + (kk - 1) * dd - 2 * pp if o and ss == 1 else 0)
-                        for x, o, kk, ss, dd, pp in zip(data[2:], out[2:], k, s, d, pd))
-        data = (data[0] or out[0], data[1]) + spatial
-        ins[0] = data
-    if data is None or not known(data[1:2]):
+    if out_shapes and out_shapes[0] is not None and (data is None or 0 in data):
+        data = ins[0] = _data_from_output(p, data, out_shapes[0])
+    if data is None:
         return ins, [None]
     if len(data) != 2 + len(k):
         raise MXNetError(f"Convolution: data must be {2 + len(k)}-D for kernel {k}, got shape {data}")
     if data[1] % g or f % g:
         raise MXNetError(f"Convolution: channels {data[1]} and num_filter {f} must divide by num_group {g}")
+    # An unknown channel count (0) stays unknown in the weight: (num_filter, 0, *kernel), as MXNet.
     ins[1] = merge_shape("Convolution", "weight", ins[1], (f, data[1] // g) + tuple(k))
     if not p["no_bias"]:
         ins[2] = merge_shape("Convolution", "bias", ins[2], (f,))

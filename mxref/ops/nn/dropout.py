@@ -3,6 +3,7 @@
 Math (``mask`` drawn from the 'random' resource, shared along ``axes``)::
 
     mask = [u >= p] / (1 - p),  u ~ U[0, 1)        out = x * mask        dx = g * mask
+    (p = 1: mask = 0, everything dropped)
 
 At inference (``mode='training'`` and not ``is_train``) it is the identity with a mask of ones.
 Outputs are ``output, mask`` (the mask is hidden). Backward dependencies: ``_backward_Dropout``
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...base import MXNetError
+from ...graph import make_node
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, entry, uniform_type
 
@@ -26,8 +28,8 @@ PARAMS = {
 
 
 def _validate(p):
-    if not 0.0 <= p["p"] < 1.0:
-        raise MXNetError(f"Dropout: p must be in [0, 1), got {p['p']}")
+    if not 0.0 <= p["p"] <= 1.0:
+        raise MXNetError(f"Dropout: p must be in [0, 1], got {p['p']}")
 
 
 def forward(octx, p, inputs, outputs, req):
@@ -38,7 +40,9 @@ def forward(octx, p, inputs, outputs, req):
             mshape[a] = 1
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.float64
         keep = octx.rng.random(tuple(mshape), dtype=dtype) >= p["p"]
-        mask[...] = keep * np.asarray(1.0 / (1.0 - p["p"]), dtype=x.dtype)
+        # NOTE: p = 1 drops everything: a zero mask (MXNet's 0 * 1/(1-p) gives NaN there).
+        scale = 1.0 / (1.0 - p["p"]) if p["p"] < 1.0 else 0.0
+        mask[...] = keep * np.asarray(scale, dtype=x.dtype)
         assign(out, req[0], x * mask)
     else:
         mask[...] = 1
@@ -57,5 +61,14 @@ register(OpDef("Dropout", forward, outputs=["output", "mask"], num_visible_outpu
                infer_shape=lambda p, s: (list(s), [s[0], s[0]]), infer_type=uniform_type(2),
                gradient=gradient, inplace=[(0, 0)], resources=["random"], validate=_validate,
                doc=__doc__))
+def backward_gradient(node, ograds):
+    """``_backward_Dropout(g, mask) = g * mask`` is linear in ``g`` (the same mask again); the mask is
+    a sample, not a function of any input, so it gets a zero gradient."""
+    again = backward_node(node, "_backward_Dropout", [ograds[0], node.inputs[1]])
+    zero = make_node("zeros_like", [node.inputs[1]], node.name + "_dmask")
+    return [entry(again), entry(zero)]
+
+
 register(OpDef("_backward_Dropout", backward, arguments=["ograd", "mask"], params=PARAMS,
-               infer_shape=lambda p, s: (list(s), [s[0]]), infer_type=uniform_type(1), inplace=[(0, 0)]))
+               infer_shape=lambda p, s: (list(s), [s[0]]), infer_type=uniform_type(1), inplace=[(0, 0)],
+               gradient=backward_gradient))

@@ -10,11 +10,20 @@ Backward dependencies: ``_backward_FullyConnected`` takes ``(ograd, data, weight
 not needed, so the planner may free it after its consumers ran. Both directions are one GEMM each.
 
 Kernels: numpy only (the reference), its GEMMs split over the operator threads; no fast kernel is
-registered. No second derivative (``_backward_FullyConnected`` has no gradient).
+registered.
+
+Second derivative: ``_backward_FullyConnected`` is linear in ``ograd`` and in each of ``data`` and
+``weight``, so its gradient, for head gradients ``(gx, gW, gb)`` of its outputs ``(dx, dW, db)``,
+is made of the same two operators::
+
+    d ograd  = gx W^T + x gW^T + gb   = FullyConnected(gx, W, no_bias) + FullyConnected(x, gW, gb)
+    d data   = dout gW                = _backward_FullyConnected(dout, x, gW)[0]
+    d weight = dout^T gx              = _backward_FullyConnected(dout, gx, W)[1]
 """
 from __future__ import annotations
 
 from ...base import MXNetError
+from ...graph import NodeEntry, make_node
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, known, matmul_into, merge_shape, out_entries, uniform_type
 
@@ -85,6 +94,22 @@ def gradient(node, ograds):
     return out_entries(bwd, 2 if node.params["no_bias"] else 3)
 
 
+def backward_gradient(node, ograds):
+    """The gradient of ``_backward_FullyConnected`` (the module doc's second derivative)."""
+    og, data, weight = node.inputs
+    gx, gw = ograds[0], ograds[1]
+    p, name = node.params, node.name
+    no_bias = dict(p, no_bias=True)
+    through_w = make_node("FullyConnected", [gx, weight], name + "_gx_w", params=no_bias)
+    through_x = make_node("FullyConnected", [data, gw] + ([] if p["no_bias"] else [ograds[2]]),
+                          name + "_x_gw", params=p)
+    d_og = make_node("elemwise_add", [NodeEntry(through_w, 0, 0), NodeEntry(through_x, 0, 0)],
+                     name + "_dograd")
+    d_data = make_node("_backward_FullyConnected", [og, data, gw], name + "_ddata", params=p)
+    d_weight = make_node("_backward_FullyConnected", [og, gx, weight], name + "_dweight", params=p)
+    return [NodeEntry(d_og, 0, 0), NodeEntry(d_data, 0, 0), NodeEntry(d_weight, 1, 0)]
+
+
 def _validate(p):
     if p["num_hidden"] <= 0:
         raise MXNetError(f"FullyConnected: num_hidden must be positive, got {p['num_hidden']}")
@@ -94,4 +119,4 @@ register(OpDef("FullyConnected", forward, arguments=_arguments, params=PARAMS, i
                infer_type=uniform_type(1), gradient=gradient, validate=_validate, doc=__doc__))
 register(OpDef("_backward_FullyConnected", backward, arguments=["ograd", "data", "weight"],
                outputs=lambda p: _arguments(p), params=PARAMS, infer_shape=backward_shape,
-               infer_type=uniform_type(lambda p: 2 if p["no_bias"] else 3)))
+               infer_type=uniform_type(lambda p: 2 if p["no_bias"] else 3), gradient=backward_gradient))
