@@ -36,7 +36,7 @@ LAYERS: Dict[str, int] = {
     "executor": 6, "executor_plan": 6, "cached_op": 6, "initializer": 6, "optimizer": 6,
     "lr_scheduler": 6, "metric": 6, "io": 6, "image": 6, "data": 6, "visualization": 6, "test_utils": 6,
     "testing": 6, "op_check": 6,
-    "collective": 6,
+    "collective": 6, "monitor": 6,
     # 7: stores and the Gluon / model front ends
     "kvstore": 7, "gluon": 7, "model": 7, "parallel": 7,
     # 8: Module and its callbacks
