@@ -242,3 +242,11 @@ def test_bind_methods_delegate_to_the_executor_module(monkeypatch):
         "shared_arg_names": None, "shared_exec": None, "shared_buffer": None, "data": (2, 3)})
     assert fc.eval("ctx", data=1) == ["out"]
     assert calls[-1][:3] == ("bind", "ctx", {"data": 1}) and calls[-1][3]["grad_req"] == "write"
+
+
+def test_variable_int_shape_is_one_dimensional():
+    """``var('b', shape=(1))`` passes a bare int; MXNet takes it as the shape ``(1,)``."""
+    for shape in (1, np.int64(3)):
+        v = sym.Variable("b", shape=shape)
+        assert v.attr("__shape__") == f"({int(shape)},)"
+        assert v.infer_shape()[0] == [(int(shape),)]
