@@ -18,6 +18,7 @@ from ..base import MXNetError
 from ..context import cpu
 from ..initializer import Uniform
 from ..model import load_params
+from ..name import NameManager
 from .base_module import BaseModule
 from .module import Module
 
@@ -97,7 +98,10 @@ class BucketingModule(BaseModule):
         return mod
 
     def _call_sym_gen(self, key):
-        symbol, data_names, label_names = self._sym_gen(key)
+        # A fresh NameManager per call, as MXNet: every bucket's unnamed layers get the same
+        # names (embedding0_weight), so the buckets share their parameters.
+        with NameManager():
+            symbol, data_names, label_names = self._sym_gen(key)
         return symbol, list(data_names or []), list(label_names or [])
 
     def _batch_shapes(self, key, data_batch):
