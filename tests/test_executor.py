@@ -386,3 +386,26 @@ def test_grad_req_add_does_not_leak_into_other_gradients():
     ex.backward(mx.nd.ones((3,)))
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.full(3, 11.0))
     np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), np.full(3, 1 - np.tanh(0.5) ** 2), rtol=1e-6)
+
+
+def test_simple_bind_shared_buffer_holds_data_and_their_gradients_only():
+    """As MXNet's graph executor: ``shared_buffer`` gets the non-shared arguments and, under
+    ``'grad of <name>'``, their gradients; the ``shared_arg_names`` parameters stay out of it. A
+    second executor views the buffer (smaller shapes) and shares the parameters."""
+    d = mx.sym.Variable("data")
+    s = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(d, num_hidden=3, name="fc"), name="softmax")
+    buf = {}
+    params = ["fc_weight", "fc_bias"]
+    e1 = s.simple_bind(mx.cpu(), data=(4, 5), shared_arg_names=params, shared_buffer=buf)
+    assert sorted(buf) == ["data", "grad of data", "grad of softmax_label", "softmax_label"]
+    assert buf["grad of data"] is e1.grad_dict["data"]
+    e2 = s.simple_bind(mx.cpu(), data=(2, 5), shared_arg_names=params, shared_buffer=buf,
+                       shared_exec=e1, grad_req={"data": "null", "softmax_label": "null",
+                                                 "fc_weight": "write", "fc_bias": "write"})
+    assert e2.arg_dict["fc_weight"] is e1.arg_dict["fc_weight"]
+    e2.arg_dict["data"][:] = 7
+    np.testing.assert_array_equal(e1.arg_dict["data"].asnumpy()[:2], 7)    # a view of the buffer
+    buf2 = {}
+    s.simple_bind(mx.cpu(), data=(4, 5), shared_arg_names=params, shared_buffer=buf2,
+                  grad_req="null")
+    assert sorted(buf2) == ["data", "softmax_label"]
