@@ -197,8 +197,8 @@ def _set_input_dtypes(sym: Symbol, data_names, optional, target: np.dtype) -> No
         args, _, aux = sym.infer_type_partial(**known)
         inferred = dict(zip(sym.list_arguments() + sym.list_auxiliary_states(), list(args) + list(aux)))
     except MXNetError:
-        # NOTE: user lists can feed an operator types it refuses (BatchNorm wants one dtype in
-        # mxref); the graph is still returned, its parameters typed float32 as unknowns are.
+        # NOTE: user lists can feed an operator a dtype mix it refuses; the graph is still
+        # returned, its parameters typed float32 as unknown types are.
         inferred = {}
     for node in topo_sort(list(sym._outputs)):
         if node.is_variable and (node.name not in data_names or "__dtype__" in node.attrs):
