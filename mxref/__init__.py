@@ -28,6 +28,7 @@ from . import (
     metric,
     model,
     module,
+    monitor,
     name,
     ndarray,
     operator,
@@ -50,6 +51,7 @@ from . import image as img
 from . import initializer as init
 from . import kvstore as kv
 from . import module as mod
+from . import monitor as mon
 from . import ndarray as nd
 from . import symbol as sym
 from . import visualization as viz

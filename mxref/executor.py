@@ -517,9 +517,16 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
                                  f"this graph needs {shape}")
         elif plan.input_stype(name) != "default":     # sparse: never a view of a shared buffer
             arr, grad = zeros(shape, plan.input_ctx(name, ctx), dtype, stype=plan.input_stype(name)), None
+        elif name in shared_names:     # a parameter: its own array, never in the data buffer
+            arr, grad = zeros(shape, plan.input_ctx(name, ctx), dtype), None
         else:
+            # Data and labels come from (and go into) the buffer, their gradients under
+            # "grad of <name>", as MXNet's graph executor keys them.
             arr = _shared_or_new(name, shape, dtype, plan.input_ctx(name, ctx), shared_buffer)
             grad = None
+            if reqs[name] != "null" and plan.stype(plan.grad_eids[name]) == "default":
+                grad = _shared_or_new(f"grad of {name}", shape, dtype, plan.input_ctx(name, ctx),
+                                      shared_buffer)
         if reqs[name] != "null" and grad is None:
             # The gradient's stype is what the graph computes (row_sparse for dot(csr, w)'s w).
             grad = zeros(shape, plan.input_ctx(name, ctx), dtype, stype=plan.stype(plan.grad_eids[name]))

@@ -661,6 +661,19 @@ def chi_square_p_value(statistic: float, dof: int) -> float:
     return _gamma_q(dof / 2.0, statistic / 2.0)
 
 
+def _bucket_counts(samples: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per bucket ``i``, the samples with ``searchsorted(edges, x, 'right') // 2 == i``.
+
+    That index is ``i`` for ``edges[2i-1] <= x < edges[2i+1]``, so the counts are differences of
+    ``#(x >= e)`` over the odd edges: one vectorised comparison per edge instead of a binary
+    search per sample (``verify_generator`` draws 10^8 samples in MXNet's tests). NaNs fall in no
+    bucket, as ``searchsorted`` sorts them past the last edge.
+    """
+    valid = samples.size - (int(np.count_nonzero(np.isnan(samples))) if samples.dtype.kind == "f" else 0)
+    at_least = [valid] + [int(np.count_nonzero(samples >= float(e))) for e in edges[1::2]]
+    return -np.diff(np.array(at_least, dtype=np.int64))
+
+
 def chi_square_check(generator, buckets, probs, nsamples: int = 1000000):
     """Pearson's chi-square test of ``generator(nsamples)`` against ``probs`` over ``buckets``.
 
@@ -679,8 +692,7 @@ def chi_square_check(generator, buckets, probs, nsamples: int = 1000000):
             if i < len(buckets) - 1:
                 assert hi <= buckets[i + 1][0]
             edges[2 * i], edges[2 * i + 1] = lo, hi
-        ids = np.searchsorted(edges, samples, side="right") // 2
-        obs_freq = np.array([(ids == i).sum() for i in range(len(buckets))], dtype=np.int64)
+        obs_freq = _bucket_counts(np.asarray(samples), edges)
     else:
         samples = np.array(samples)
         obs_freq = np.array([(samples == b).sum() for b in buckets], dtype=np.int64)

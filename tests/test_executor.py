@@ -393,3 +393,24 @@ def test_grad_req_dict_ignores_names_that_are_not_arguments():
     sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     exe = sym.simple_bind(mx.cpu(), data=(1, 3), grad_req={"data": "add", "parameters": "null"})
     assert [g is None for g in exe.grad_arrays] == [False, True, True]
+def test_simple_bind_shared_buffer_holds_data_and_their_gradients_only():
+    """As MXNet's graph executor: ``shared_buffer`` gets the non-shared arguments and, under
+    ``'grad of <name>'``, their gradients; the ``shared_arg_names`` parameters stay out of it. A
+    second executor views the buffer (smaller shapes) and shares the parameters."""
+    d = mx.sym.Variable("data")
+    s = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(d, num_hidden=3, name="fc"), name="softmax")
+    buf = {}
+    params = ["fc_weight", "fc_bias"]
+    e1 = s.simple_bind(mx.cpu(), data=(4, 5), shared_arg_names=params, shared_buffer=buf)
+    assert sorted(buf) == ["data", "grad of data", "grad of softmax_label", "softmax_label"]
+    assert buf["grad of data"] is e1.grad_dict["data"]
+    e2 = s.simple_bind(mx.cpu(), data=(2, 5), shared_arg_names=params, shared_buffer=buf,
+                       shared_exec=e1, grad_req={"data": "null", "softmax_label": "null",
+                                                 "fc_weight": "write", "fc_bias": "write"})
+    assert e2.arg_dict["fc_weight"] is e1.arg_dict["fc_weight"]
+    e2.arg_dict["data"][:] = 7
+    np.testing.assert_array_equal(e1.arg_dict["data"].asnumpy()[:2], 7)    # a view of the buffer
+    buf2 = {}
+    s.simple_bind(mx.cpu(), data=(4, 5), shared_arg_names=params, shared_buffer=buf2,
+                  grad_req="null")
+    assert sorted(buf2) == ["data", "softmax_label"]

@@ -31,16 +31,16 @@ LAYERS: Dict[str, int] = {
     "ndarray": 4, "passes": 4, "random": 4,
     # 5: the two front ends' cores: Symbol, autograd, custom operators
     "symbol": 5, "autograd": 5, "autograd_plain": 5, "autograd_function": 5, "autograd_plan": 5,
-    "operator": 5, "contrib": 5,
+    "operator": 5,
     # 6: running graphs, and the training pieces that only need arrays
     "executor": 6, "executor_plan": 6, "cached_op": 6, "initializer": 6, "optimizer": 6,
     "lr_scheduler": 6, "metric": 6, "io": 6, "image": 6, "data": 6, "visualization": 6, "test_utils": 6,
     "testing": 6, "op_check": 6,
-    "collective": 6,
+    "collective": 6, "monitor": 6,
     # 7: stores and the Gluon / model front ends
     "kvstore": 7, "gluon": 7, "model": 7, "parallel": 7, "rnn": 7,
     # 8: Module and its callbacks
-    "module": 8, "callback": 8,
+    "module": 8, "callback": 8, "contrib": 8,
     # 9: the package face and the tools
     "info": 9, "tools": 9, "__init__": 9,
 }

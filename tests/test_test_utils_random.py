@@ -59,3 +59,23 @@ def test_mean_and_variance_checks():
     assert not mean_check(lambda n: rng.normal(2.1, 1.0, size=n), 2.0, 1.0, nsamples=100000)
     assert var_check(lambda n: rng.normal(0.0, 2.0, size=n), 2.0, nsamples=100000)
     assert not var_check(lambda n: rng.normal(0.0, 2.2, size=n), 2.0, nsamples=100000)
+
+
+@pytest.mark.parametrize("kind", ["int32", "float32", "int64_large"])
+def test_chi_square_bucket_counts_match_the_searchsorted_rule(kind):
+    """The per-edge counting gives the counts of ``searchsorted(edges, x, 'right') // 2``: gaps
+    between buckets belong to the next bucket, values past the last edge and NaNs to none."""
+    from mxref.test_utils import _bucket_counts
+    rng = np.random.RandomState(0)
+    if kind == "int32":
+        x = rng.randint(-500, 199, size=20000).astype(np.int32)
+        edges = np.array([-500, -360, -360, -220, -200, -80, -80, 60, 60, 150], np.float32)
+    elif kind == "float32":
+        x = np.r_[rng.normal(size=20000), np.nan, 5.0, -5.0].astype(np.float32)
+        edges = np.array([-1, -0.5, -0.5, 0, 0.1, 0.5, 0.5, 1], np.float32)
+    else:
+        x = rng.randint(50000000, 50001000, size=5000).astype(np.int64)
+        edges = np.array([50000000, 50000200, 50000200, 50000400], np.float32)
+    ids = np.searchsorted(edges, x, side="right") // 2
+    want = [int((ids == i).sum()) for i in range(edges.size // 2)]
+    assert _bucket_counts(x, edges).tolist() == want

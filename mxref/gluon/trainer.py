@@ -263,6 +263,11 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad: bool = False) -> None:
+        # mx.contrib.amp.init_trainer attaches a loss scaler: a step whose gradients overflowed
+        # (the loss scale was too large) is skipped, and the scaler lowers the scale.
+        scaler = getattr(self, "_amp_loss_scaler", None)
+        if scaler is not None and scaler.has_overflow(self._params):
+            return
         if self._kvstore and self._update_on_kvstore:
             return
         # NOTE: MXNet also refuses parameters whose gradient backward did not refresh since the

@@ -81,7 +81,21 @@ def _prepare_group2ctxs(group2ctxs, num_contexts: int) -> list:
     if group2ctxs is None:
         return [None] * num_contexts
     if isinstance(group2ctxs, dict):
-        return [group2ctxs] * num_contexts
+        # A group's value is one Context for every data-parallel copy, or a list of them: one
+        # per copy, or a single one repeated.
+        per_copy = [{} for _ in range(num_contexts)]
+        for group, ctxs in group2ctxs.items():
+            if isinstance(ctxs, Context):
+                ctxs = [ctxs]
+            ctxs = list(ctxs)
+            if len(ctxs) == 1:
+                ctxs = ctxs * num_contexts
+            if len(ctxs) != num_contexts:
+                raise MXNetError(f"group2ctxs['{group}']: {len(ctxs)} contexts for {num_contexts} "
+                                 "data-parallel contexts; give one, or one per context")
+            for i, c in enumerate(ctxs):
+                per_copy[i][group] = c
+        return per_copy
     if isinstance(group2ctxs, (list, tuple)):
         if len(group2ctxs) != num_contexts:
             raise MXNetError(f"group2ctxs: {len(group2ctxs)} dicts for {num_contexts} contexts; give "

@@ -413,7 +413,7 @@ class Module(BaseModule):
             new_lshape = None         # a batch without labels (predict on an array) binds none
             if getattr(data_batch, "provide_label", None):
                 new_lshape = data_batch.provide_label
-            elif data_batch.label and self._label_shapes:
+            elif getattr(data_batch, "label", None) and self._label_shapes:
                 new_lshape = [DataDesc(d.name, tuple(lab.shape), d.dtype, d.layout)
                               for d, lab in zip(self._label_shapes, data_batch.label)]
             self.reshape(new_dshape, new_lshape)

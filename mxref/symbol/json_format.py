@@ -48,7 +48,9 @@ def apply_input_var_attrs(node: Node) -> None:
         return
     for arg_name, entry in zip(node.op.list_inputs(node.params), node.inputs):
         if entry.node.is_variable and arg_name in wanted:
-            entry.node.attrs.update(wanted[arg_name])
+            # NOTE: a variable that already has an initializer (``var('g', init=...)``) keeps it.
+            for key, value in wanted[arg_name].items():
+                entry.node.attrs.setdefault(key, value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -409,7 +409,9 @@ def Variable(name: str, attr: Dict[str, str] = None, shape: Tuple[int, ...] = No
         raise TypeError("Expect a string for variable `name`")
     attrs = dict(attribute.current().get(attr))
     if shape is not None:
-        attrs["__shape__"] = str(tuple(shape))
+        # MXNet takes a bare int as a 1-d shape: ``var('b', shape=(1))`` is ``shape=(1,)``.
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        attrs["__shape__"] = str(shape)
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:

@@ -99,18 +99,20 @@ def test_checkpoint_saves_every_bucket_and_loads(tmp_path):
         np.testing.assert_array_equal(loaded.get_params()[0][name].asnumpy(), value.asnumpy())
 
 
-def test_sym_gen_runs_under_a_fresh_name_manager():
-    """As MXNet: unnamed layers get the same automatic names in every bucket, so buckets share them."""
-    def sym_gen(seq_len):
-        embed = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=7, output_dim=3)
-        pred = mx.sym.FullyConnected(mx.sym.Reshape(embed, shape=(-1, 3)), num_hidden=7)
-        label = mx.sym.Reshape(mx.sym.Variable("softmax_label"), shape=(-1,))
-        return mx.sym.SoftmaxOutput(pred, label, name="softmax"), ("data",), ("softmax_label",)
+def test_unnamed_layers_get_the_same_names_in_every_bucket():
+    """sym_gen runs under a fresh NameManager (as MXNet): an unnamed layer is ``embedding0``
+    whatever was built before, so every bucket shares its weight."""
+    def gen(seq_len):
+        emb = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=5, output_dim=4)
+        h = mx.sym.FullyConnected(mx.sym.sum(emb, axis=1), num_hidden=3)
+        return mx.sym.SoftmaxOutput(h, name="softmax"), ("data",), ("softmax_label",)
 
-    mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4, context=mx.cpu())
-    mod.bind([("data", (2, 4))], [("softmax_label", (2, 4))])
+    mx.sym.Embedding(mx.sym.Variable("x"), input_dim=2, output_dim=2)     # advances the counter
+    mod = BucketingModule(gen, default_bucket_key=5)
+    mod.bind(data_shapes=[("data", (6, 5))], label_shapes=[("softmax_label", (6,))])
     mod.init_params()
-    mod.switch_bucket(2, [("data", (2, 2))], [("softmax_label", (2, 2))])
+    assert mod.symbol.list_arguments()[:2] == ["data", "embedding0_weight"]
+    mod.switch_bucket(3, [("data", (6, 3))], [("softmax_label", (6,))])
     assert mod.symbol.list_arguments()[1] == "embedding0_weight"
     assert sorted(mod.get_params()[0]) == ["embedding0_weight", "fullyconnected0_bias",
-                                           "fullyconnected0_weight"]
+                                          "fullyconnected0_weight"]

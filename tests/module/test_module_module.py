@@ -212,3 +212,17 @@ def test_fit_resumes_from_begin_epoch_with_given_params():
     assert epochs == [2, 3]
     for name, value in arg.items():       # learning rate 0: the given values are kept exactly
         np.testing.assert_array_equal(mod.get_params()[0][name].asnumpy(), value.asnumpy())
+
+
+def test_forward_with_a_batch_that_has_no_label_field():
+    """Any object with ``.data`` is a batch (MXNet's ``namedtuple('Batch', ['data'])``); a new
+    shape re-binds."""
+    from collections import namedtuple
+    Batch = namedtuple("Batch", ["data"])
+    mod = Module(mx.sym.Variable("data") * 2, label_names=None)
+    mod.bind(data_shapes=[("data", (1, 10))])
+    mod.init_params()
+    mod.forward(Batch([mx.nd.ones((1, 10))]))
+    assert mod.get_outputs()[0].shape == (1, 10)
+    mod.forward(Batch([mx.nd.ones((3, 5))]))
+    np.testing.assert_array_equal(mod.get_outputs()[0].asnumpy(), np.full((3, 5), 2, np.float32))

@@ -115,3 +115,20 @@ def test_bucketing_module_group2ctxs():
     for name, value in plain.get_params()[0].items():
         np.testing.assert_allclose(value.asnumpy(), placed.get_params()[0][name].asnumpy(),
                                    rtol=1e-6, atol=1e-7)
+
+
+def test_group2ctxs_dict_of_context_lists():
+    """A dict whose values are lists: one context per data-parallel copy, or one repeated."""
+    g2cs = {"lower": [mx.cpu(0), mx.cpu(2)], "upper": [mx.cpu(3)]}
+    placed = trained(context=[mx.cpu(0), mx.cpu(2)], group2ctxs=g2cs)
+    execs = placed._exec_group.execs
+    assert [e.arg_dict["fc1_weight"].context for e in execs] == [mx.cpu(0), mx.cpu(2)]
+    assert [e.arg_dict["fc2_weight"].context for e in execs] == [mx.cpu(3), mx.cpu(3)]
+    plain = trained(context=[mx.cpu(0), mx.cpu(2)])
+    for name, value in plain.get_params()[0].items():
+        np.testing.assert_allclose(value.asnumpy(), placed.get_params()[0][name].asnumpy(),
+                                   rtol=1e-6, atol=1e-7)
+    with pytest.raises(MXNetError, match=r"group2ctxs\['upper'\]: 3 contexts for 2"):
+        Module(net(), context=[mx.cpu(0), mx.cpu(2)],
+               group2ctxs={"upper": [mx.cpu(1)] * 3}).bind(
+            data_shapes=[("data", (8, 5))], label_shapes=[("softmax_label", (8,))])

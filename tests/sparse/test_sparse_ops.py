@@ -271,3 +271,30 @@ def test_unique_columns_fast_and_reference_agree():
         with _ext.reference_kernels():
             rc, rs = sparse_dot.unique_columns(ids, k)
         assert rc.tolist() == want_cols.tolist() and rs.tolist() == want_slot.reshape(-1).tolist()
+
+
+def test_contrib_sparse_embedding_always_gives_a_row_sparse_gradient():
+    """mx.sym.contrib.SparseEmbedding: Embedding's forward; its weight gradient is row_sparse
+    (unique ids, sorted, rows summed) without sparse_grad; a row_sparse weight works too."""
+    wv = np.arange(15, dtype=np.float32).reshape(5, 3)
+    idx = np.array([[0, 3], [3, 4]], np.float32)
+    out = mx.nd.contrib.SparseEmbedding(mx.nd.array(idx), mx.nd.array(wv), input_dim=5, output_dim=3)
+    np.testing.assert_array_equal(out.asnumpy(), wv[idx.astype(int)])
+    w = mx.sym.Variable("w", stype="row_sparse")
+    s = mx.sym.contrib.SparseEmbedding(mx.sym.Variable("d"), weight=w, input_dim=5, output_dim=3)
+    assert s.list_arguments() == ["d", "w"] and s.infer_shape(d=(2, 2))[1] == [(2, 2, 3)]
+    ex = s.simple_bind(mx.cpu(), d=(2, 2), stype_dict={"w": "row_sparse"})
+    ex.arg_dict["w"][:] = mx.nd.array(wv).tostype("row_sparse")
+    ex.arg_dict["d"][:] = mx.nd.array(idx)
+    np.testing.assert_array_equal(ex.forward(is_train=True)[0].asnumpy(), wv[idx.astype(int)])
+    ex.backward(mx.nd.ones((2, 2, 3)))
+    g = ex.grad_dict["w"]
+    assert g.stype == "row_sparse" and g.indices.asnumpy().tolist() == [0, 3, 4]
+    np.testing.assert_array_equal(g.asnumpy()[[0, 1, 3, 4], 0], [1, 0, 2, 1])
+    x = mx.nd.array(wv)
+    x.attach_grad(stype="row_sparse")
+    with mx.autograd.record():
+        y = mx.nd.contrib.SparseEmbedding(mx.nd.array([1, 1]), x, input_dim=5, output_dim=3)
+    y.backward()
+    assert x.grad.stype == "row_sparse" and x.grad.indices.asnumpy().tolist() == [1]
+    np.testing.assert_array_equal(x.grad.data.asnumpy(), [[2, 2, 2]])

@@ -255,3 +255,9 @@ def test_gen_atomic_symbol():
     assert atomic(data=mx.sym.var("x")).list_arguments()[0] == "x"
     with pytest.raises(mx.MXNetError, match="variable"):
         mx.sym.var("v")._gen_atomic_symbol()
+def test_variable_int_shape_is_one_dimensional():
+    """``var('b', shape=(1))`` passes a bare int; MXNet takes it as the shape ``(1,)``."""
+    for shape in (1, np.int64(3)):
+        v = sym.Variable("b", shape=shape)
+        assert v.attr("__shape__") == f"({int(shape)},)"
+        assert v.infer_shape()[0] == [(int(shape),)]

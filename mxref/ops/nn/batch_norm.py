@@ -16,6 +16,9 @@ gamma array with ones as MXNet does (arguments are read-only to kernels). Output
 mean, var``; as in MXNet 1.9.1 the ``var`` output holds ``invstd`` (what backward needs), and both
 are hidden unless ``output_mean_var``. Backward dependencies: ``_backward_BatchNorm`` takes
 ``(ograd, data, gamma, mean, var)``; the moving statistics are not needed.
+
+Types (MXNet's rule): float16 data keeps its parameters, moving statistics and the mean/var
+outputs in float32 (the statistics are computed in float32); other float types use one dtype.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ..registry import OpDef, Param, assign, register
-from ._util import backward_node, entry, merge_shape, out_entries, uniform_type
+from ._util import backward_node, entry, merge_shape, out_entries
 
 PARAMS = {
     "eps": Param("float", 1e-3, doc="Epsilon added to the variance."),
@@ -58,8 +61,37 @@ def infer_shape(p, in_shapes):
     return ins, [d, c, c]
 
 
+def _param_dtype(d):
+    return np.dtype(np.float32) if d == np.float16 else d
+
+
+def infer_type(p, in_types):
+    """Data in ``d``; gamma, beta, the moving statistics and the mean/var outputs in float32 for
+    float16 data, else in ``d`` (mxref's ``uniform_type`` plus MXNet's float16 exception)."""
+    d = in_types[0]
+    if d is None:                 # typed from the parameters, as the uniform rule does
+        d = next((t for t in in_types[1:] if t is not None), None)
+    if d is None:
+        return list(in_types), [None] * 3
+    pt = _param_dtype(d)
+    names = ["gamma", "beta", "moving_mean", "moving_var"]
+    for name, t in zip(names, in_types[1:]):
+        if t is not None and t != pt:
+            raise MXNetError(f"BatchNorm: {name} has dtype {np.dtype(t).name}; with {np.dtype(d).name} "
+                             f"data it must be {pt.name}")
+    return [d] + [pt] * 4, [d, pt, pt]
+
+
+def _backward_type(p, in_types):
+    d = in_types[1] if in_types[1] is not None else in_types[0]
+    pt = in_types[2] if in_types[2] is not None else (None if d is None else _param_dtype(d))
+    return list(in_types), [d, pt, pt]
+
+
 def forward(octx, p, inputs, outputs, req):
     x, gamma, beta, mmean, mvar = inputs
+    if x.dtype != gamma.dtype:    # float16 data: statistics in float32
+        x = x.astype(gamma.dtype)
     red, bshape, _ = _layout(p, x)
     if octx.is_train and not p["use_global_stats"]:
         mean = x.mean(axis=red)
@@ -82,6 +114,8 @@ def forward(octx, p, inputs, outputs, req):
 
 def backward(octx, p, inputs, outputs, req):
     g, x, gamma, mean, invstd = inputs
+    if x.dtype != gamma.dtype:    # float16 data: the gradient is computed in float32
+        g, x = g.astype(gamma.dtype), x.astype(gamma.dtype)
     red, bshape, count = _layout(p, x)
     xhat = (x - mean.reshape(bshape)) * invstd.reshape(bshape)
     sum_g, sum_gx = g.sum(axis=red), (g * xhat).sum(axis=red)
@@ -104,11 +138,11 @@ def gradient(node, ograds):
 BATCH_NORM = register(OpDef("BatchNorm", forward, arguments=["data", "gamma", "beta"],
                aux_states=["moving_mean", "moving_var"], outputs=["output", "mean", "var"],
                num_visible_outputs=lambda p: 3 if p["output_mean_var"] else 1, params=PARAMS,
-               infer_shape=infer_shape, infer_type=uniform_type(3), gradient=gradient, doc=__doc__))
+               infer_shape=infer_shape, infer_type=infer_type, gradient=gradient, doc=__doc__))
 # Auxiliary variables created for an unnamed input start at moving_mean=0, moving_var=1 (the
 # initializer reads __init__), as MXNet's BatchNorm sets them (semantics item 4).
 BATCH_NORM.input_var_attrs = {"moving_mean": {"__init__": '["zero", {}]'},
                               "moving_var": {"__init__": '["one", {}]'}}
 register(OpDef("_backward_BatchNorm", backward, arguments=["ograd", "data", "gamma", "mean", "var"],
-               outputs=["data", "gamma", "beta"], params=PARAMS, infer_type=uniform_type(3),
+               outputs=["data", "gamma", "beta"], params=PARAMS, infer_type=_backward_type,
                infer_shape=lambda p, s: (list(s), [s[1], s[2], s[2]])))

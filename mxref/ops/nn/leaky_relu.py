@@ -104,9 +104,13 @@ def gradient(node, ograds):
     return out_entries(bwd, 2 if t == "prelu" else 1)
 
 
-register(OpDef("LeakyReLU", forward, arguments=_arguments, outputs=_outputs, num_visible_outputs=1,
-               params=PARAMS, infer_shape=infer_shape, infer_type=uniform_type(lambda p: len(_outputs(p))),
-               gradient=gradient, inplace=[(0, 0)], resources=["random"], doc=__doc__))
+LEAKY_RELU = OpDef("LeakyReLU", forward, arguments=_arguments, outputs=_outputs, num_visible_outputs=1,
+                   params=PARAMS, infer_shape=infer_shape,
+                   infer_type=uniform_type(lambda p: len(_outputs(p))),
+                   gradient=gradient, inplace=[(0, 0)], resources=["random"], doc=__doc__)
+# A PReLU slope variable starts at 0.25 unless it has an initializer of its own (as in MXNet).
+LEAKY_RELU.input_var_attrs = {"gamma": {"__init__": '["Constant", {"value": 0.25}]'}}
+register(LEAKY_RELU)
 register(OpDef("_backward_LeakyReLU", backward,
                arguments=lambda p: ["ograd", "data"] + {"prelu": ["gamma"], "rrelu": ["mask"]}.get(
                    p["act_type"], []),

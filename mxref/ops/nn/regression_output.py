@@ -7,7 +7,8 @@ Math (``K`` = outputs per sample = label.size / batch; the label gets no gradien
     MAE       out = x           dx = grad_scale / K * sign(out - label)
 
 The label is shaped like ``data``, or ``(N,)`` when ``data`` is ``(N, 1)``. Backward dependencies:
-``_backward_<Op>`` takes ``(output, label)``; the gradient may overwrite the output.
+``_backward_<Op>`` takes ``(output, label)`` and gives ``(data_grad, label_grad)`` (zero), as
+MXNet's node does; the gradient may overwrite the output.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def _make(name):
         k = label.size // label.shape[0] if label.ndim else 1
         diff = out - label.reshape(out.shape)
         assign(outputs[0], req[0], _GRAD[name](diff) * np.asarray(p["grad_scale"] / k, out.dtype))
+        assign(outputs[1], req[1], np.zeros_like(outputs[1]))
 
     def gradient(node, ograds):
         return [entry(backward_node(node, "_backward_" + name, [entry(node), node.inputs[1]])), None]
@@ -54,9 +56,10 @@ def _make(name):
     register(OpDef(name, forward, arguments=["data", "label"], params=PARAMS, infer_shape=infer_shape,
                    infer_type=uniform_type(1), gradient=gradient, inplace=[(0, 0)], loss_layer=True,
                    doc=__doc__))
+    # Two outputs as in MXNet (data and label gradients; a monitor shows both); the label's is zero.
     register(OpDef("_backward_" + name, backward, arguments=["output", "label"], params=PARAMS,
-                   infer_shape=lambda p, s: (list(s), [s[0]]), infer_type=lambda p, t: (list(t), [t[0]]),
-                   inplace=[(0, 0)]))
+                   outputs=["data_grad", "label_grad"], infer_shape=lambda p, s: (list(s), list(s)),
+                   infer_type=lambda p, t: (list(t), list(t)), inplace=[(0, 0)]))
 
 
 for _name in _FORWARD:

@@ -64,3 +64,36 @@ def test_shapes_and_outputs():
     assert OP.list_aux_states(p) == ["moving_mean", "moving_var"]
     assert OP.num_visible_outputs(p) == 1
     assert OP.num_visible_outputs(OP.parse_params({"output_mean_var": True})) == 3
+
+
+def test_float16_data_keeps_float32_parameters():
+    """MXNet's type rule: float16 data, float32 gamma/beta/moving statistics and mean/var
+    outputs; the statistics and gradients are computed in float32 and agree with a float32 run."""
+    import mxref as mx
+    from mxref.base import MXNetError
+    s = mx.sym.BatchNorm(mx.sym.Variable("data"), name="bn", fix_gamma=False)
+    args, outs, aux = s.infer_type(data=np.float16)
+    assert args == [np.float16, np.float32, np.float32] and aux == [np.float32, np.float32]
+    assert outs == [np.float16]
+    assert s.infer_type(data=np.float64)[0] == [np.float64] * 3
+    with pytest.raises(MXNetError, match="gamma has dtype float16"):
+        s.infer_type(data=np.float16, bn_gamma=np.float16)
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=(6, 3, 2)).astype(np.float32)
+    gamma, beta = rng.uniform(0.5, 1.5, 3).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    head = rng.normal(size=x.shape).astype(np.float32)
+    results = {}
+    for dt in ("float32", "float16"):
+        xs, ps = mx.nd.array(x, dtype=dt), [mx.nd.array(gamma), mx.nd.array(beta)]
+        mean, var = mx.nd.zeros(3), mx.nd.ones(3)
+        for a in [xs] + ps:
+            a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.BatchNorm(xs, ps[0], ps[1], mean, var, fix_gamma=False)
+        y.backward(mx.nd.array(head, dtype=dt))
+        assert y.dtype == np.dtype(dt) and xs.grad.dtype == np.dtype(dt)
+        assert ps[0].grad.dtype == np.float32 and mean.dtype == np.float32
+        results[dt] = [y.asnumpy(), xs.grad.asnumpy(), ps[0].grad.asnumpy(), ps[1].grad.asnumpy(),
+                       mean.asnumpy()]
+    for a, b in zip(results["float16"], results["float32"]):
+        np.testing.assert_allclose(a.astype(np.float32), b, rtol=5e-3, atol=5e-3)

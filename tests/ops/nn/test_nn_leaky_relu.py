@@ -51,3 +51,20 @@ def test_rrelu_random_in_training_mean_slope_at_inference(rng):
     np.testing.assert_allclose(y, -(0.125 + 0.334) / 2)
     (dx,) = grads("LeakyReLU", [x], [np.ones_like(x), np.zeros_like(x)], act_type="rrelu")
     np.testing.assert_allclose(dx, r)
+
+
+def test_prelu_gamma_starts_at_a_quarter_unless_given_an_initializer():
+    """MXNet's compose hook: the slope variable gets ``__init__ = Constant(0.25)``; a variable with
+    its own ``init`` keeps it; other act_types have no gamma."""
+    import mxref as mx
+    s = mx.sym.LeakyReLU(mx.sym.Variable("data"), act_type="prelu", name="p")
+    assert s.attr_dict()["p_gamma"]["__init__"] == '["Constant", {"value": 0.25}]'
+    mod = mx.mod.Module(s, label_names=None)
+    mod.bind(data_shapes=[("data", (10, 10))])
+    mod.init_params()
+    np.testing.assert_array_equal(mod.get_params()[0]["p_gamma"].asnumpy(), np.full(10, 0.25))
+    g = mx.sym.Variable("g", init=mx.init.One())
+    s = mx.sym.LeakyReLU(mx.sym.Variable("data"), gamma=g, act_type="prelu")
+    assert s.attr_dict()["g"]["__init__"] == '["one", {}]'
+    assert mx.sym.load_json(s.tojson()).attr_dict()["g"]["__init__"] == '["one", {}]'
+    assert mx.sym.LeakyReLU(mx.sym.Variable("data"), act_type="leaky").list_arguments() == ["data"]

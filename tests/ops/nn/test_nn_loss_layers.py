@@ -74,3 +74,21 @@ def test_make_loss_unary_form(dtype):
     ex.backward()
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), 2 * x, rtol=1e-6)
     assert loss.infer_shape(x=(2, 3))[1] == [(2, 3)]
+
+
+@pytest.mark.parametrize("op", ["LinearRegressionOutput", "LogisticRegressionOutput",
+                                "MAERegressionOutput"])
+def test_regression_backward_node_has_data_and_label_grads(op):
+    """As in MXNet, ``_backward_<op>`` gives two outputs; the label's gradient is zero."""
+    bwd = registry.get("_backward_" + op)
+    p = bwd.parse_params({})
+    assert bwd.list_outputs(p) == ["data_grad", "label_grad"]
+    out, lab = np.array([[0.5, 2.0]], np.float32), np.array([[1.0, 1.0]], np.float32)
+    outputs = [np.empty_like(out), np.full_like(lab, 7)]
+    bwd.fcompute(None, p, [out, lab], outputs, ["write", "write"])
+    np.testing.assert_array_equal(outputs[1], 0)
+    exe = getattr(mx.sym, op)(mx.sym.Variable("x"), mx.sym.Variable("y")).simple_bind(
+        mx.cpu(), x=(1, 2), y=(1, 2), grad_req={"x": "write", "y": "null"})
+    exe.forward(is_train=True, x=mx.nd.array(out), y=mx.nd.array(lab))
+    exe.backward()
+    assert exe.grad_dict["x"].shape == (1, 2)
