@@ -94,18 +94,27 @@ def _conv_doc(prefix):
     """ % prefix
 
 
-class ConvRNNCell(BaseConvRNNCell):
-    __doc__ = ("Convolutional RNN cell: ``h_t = act(conv_i(x_t) + conv_h(h_{t-1}))``.\n"
-               + _conv_doc("ConvRNN_"))
+class _DefaultConvCell(BaseConvRNNCell):
+    """MXNet's public constructor of the three convolutional cells: every argument has its default,
+    and ``prefix`` defaults to the cell's own (``_PREFIX``)."""
+
+    _PREFIX = ""
 
     def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1), i2h_kernel=(3, 3),
                  i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1), i2h_weight_initializer=None,
                  h2h_weight_initializer=None, i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
-                 activation=_LEAKY, prefix="ConvRNN_", params=None, conv_layout="NCHW"):
+                 activation=_LEAKY, prefix=None, params=None, conv_layout="NCHW"):
         super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride, i2h_pad,
                          i2h_dilate, i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, activation, prefix=prefix, params=params,
-                         conv_layout=conv_layout)
+                         h2h_bias_initializer, activation, prefix=self._PREFIX if prefix is None else prefix,
+                         params=params, conv_layout=conv_layout)
+
+
+class ConvRNNCell(_DefaultConvCell):
+    __doc__ = ("Convolutional RNN cell: ``h_t = act(conv_i(x_t) + conv_h(h_{t-1}))``.\n"
+               + _conv_doc("ConvRNN_"))
+
+    _PREFIX = 'ConvRNN_'
 
     @property
     def _gate_names(self):
@@ -123,18 +132,11 @@ class ConvRNNCell(BaseConvRNNCell):
         return output, [output]
 
 
-class ConvLSTMCell(BaseConvRNNCell):
+class ConvLSTMCell(_DefaultConvCell):
     __doc__ = ("Convolutional LSTM cell (Shi et al. 2015); ``activation`` replaces tanh on ``c~`` "
                "and on ``c_t``.\n" + _conv_doc("ConvLSTM_"))
 
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1), i2h_kernel=(3, 3),
-                 i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1), i2h_weight_initializer=None,
-                 h2h_weight_initializer=None, i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
-                 activation=_LEAKY, prefix="ConvLSTM_", params=None, conv_layout="NCHW"):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride, i2h_pad,
-                         i2h_dilate, i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, activation, prefix=prefix, params=params,
-                         conv_layout=conv_layout)
+    _PREFIX = 'ConvLSTM_'
 
     @property
     def _gate_names(self):
@@ -157,18 +159,11 @@ class ConvLSTMCell(BaseConvRNNCell):
         return next_h, [next_h, next_c]
 
 
-class ConvGRUCell(BaseConvRNNCell):
+class ConvGRUCell(_DefaultConvCell):
     __doc__ = ("Convolutional GRU cell; ``activation`` replaces tanh on the candidate.\n"
                + _conv_doc("ConvGRU_"))
 
-    def __init__(self, input_shape, num_hidden, h2h_kernel=(3, 3), h2h_dilate=(1, 1), i2h_kernel=(3, 3),
-                 i2h_stride=(1, 1), i2h_pad=(1, 1), i2h_dilate=(1, 1), i2h_weight_initializer=None,
-                 h2h_weight_initializer=None, i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
-                 activation=_LEAKY, prefix="ConvGRU_", params=None, conv_layout="NCHW"):
-        super().__init__(input_shape, num_hidden, h2h_kernel, h2h_dilate, i2h_kernel, i2h_stride, i2h_pad,
-                         i2h_dilate, i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, activation, prefix=prefix, params=params,
-                         conv_layout=conv_layout)
+    _PREFIX = 'ConvGRU_'
 
     @property
     def _gate_names(self):
