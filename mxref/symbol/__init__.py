@@ -51,3 +51,8 @@ def __getattr__(attr_name: str):
 from .array_funcs import histogram, linspace, split_v2  # noqa: E402
 
 __all__ += ["histogram", "linspace", "split_v2"]
+
+# Binary functions of Symbols or numbers: pow, power, maximum, minimum, hypot.
+from .ufunc import hypot, maximum, minimum, pow, power  # noqa: E402, A004
+
+__all__ += ["pow", "power", "maximum", "minimum", "hypot"]
