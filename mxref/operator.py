@@ -46,11 +46,13 @@ from .graph import NodeEntry
 from .ndarray import imperative as _imperative
 from .ndarray.chunk import Chunk, _free_nothing
 from .ndarray.ndarray import NDArray
+from .operator_arguments import OperatorArguments, get_operator_arguments  # noqa: F401
 from .ops import registry
 from .ops.nn._util import backward_node
 from .ops.registry import OpDef, Param
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom",
+           "OperatorArguments", "get_operator_arguments"]
 
 
 class CustomOp:

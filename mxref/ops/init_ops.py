@@ -95,9 +95,14 @@ def _arange_kernel(octx, params, inputs, outputs, req):
     start, stop, step = params["start"], params["stop"], params["step"]
     if stop is None:
         start = 0.0
-    n = outputs[0].shape[0] // params["repeat"]
-    values = start + step * np.arange(n, dtype=np.float64)   # MXNet computes start + i*step
-    assign(outputs[0], req[0], np.repeat(values, params["repeat"]).astype(outputs[0].dtype))
+    n, dtype = outputs[0].shape[0] // params["repeat"], outputs[0].dtype
+    # MXNet computes start + i*step in the output dtype, start and step cast to it first: an
+    # integer arange truncates both (arange(1.3, 10, 1.3, dtype=int32) counts by 1) and wraps
+    if dtype.kind in "iub":
+        values = (math.trunc(start) + np.arange(n, dtype=np.int64) * math.trunc(step)).astype(dtype)
+    else:
+        values = dtype.type(start) + np.arange(n).astype(dtype) * dtype.type(step)
+    assign(outputs[0], req[0], np.repeat(values, params["repeat"]))
 
 
 register(OpDef("_arange", _arange_kernel, arguments=(),

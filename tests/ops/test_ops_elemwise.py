@@ -120,3 +120,14 @@ def test_unknown_argument_names_op_and_argument():
     """Passing a parameter an op does not have is an MXNetError naming both."""
     with pytest.raises(MXNetError, match="exp.*'axis'"):
         run_op("exp", X, axis=1)
+
+
+def test_integer_mod_has_zero_gradient():
+    """MXNet's mod_grad / mod_rgrad are 0 for integer dtypes (no floor(a / 0) blow-up)."""
+    a, b = np.array([7, -3, 5], np.int32), np.array([2, 0, 3], np.int32)
+    for op in ("_mod", "broadcast_mod"):
+        dl, dr = grad_op(op, a, b)
+        assert not dl.any() and not dr.any()
+    dl, dr = grad_op("_mod", a.astype(np.float64), np.array([2.0, 4.0, 3.0]))
+    np.testing.assert_array_equal(dl, [1, 1, 1])
+    np.testing.assert_array_equal(dr, [-3, 1, -1])
