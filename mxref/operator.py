@@ -46,8 +46,8 @@ from .graph import NodeEntry
 from .ndarray import imperative as _imperative
 from .ndarray.chunk import Chunk, _free_nothing
 from .ndarray.ndarray import NDArray
-from .operator_arguments import OperatorArguments, get_operator_arguments  # noqa: F401
 from .ops import registry
+from .ops.arguments import OperatorArguments, get_operator_arguments  # noqa: F401
 from .ops.nn._util import backward_node
 from .ops.registry import OpDef, Param
 

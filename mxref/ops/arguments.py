@@ -5,8 +5,8 @@ import collections
 
 import numpy as np
 
-from .base import MXNetError
-from .ops import registry
+from ..base import MXNetError
+from . import registry
 
 __all__ = ["OperatorArguments", "get_operator_arguments"]
 
