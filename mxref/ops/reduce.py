@@ -133,16 +133,10 @@ for _name, (_fwd, _weight, _aliases) in _REDUCERS.items():
 # ---------------------------------------------------------------------------------------------
 
 def _norm(x, axes, ord_=2):
+    # NOTE: entrywise over any number of axes, as MXNet computes it (a 2-tuple is not a matrix norm)
     if ord_ == 1:
         return np.sum(np.abs(x), axis=axes)
     return np.sqrt(np.sum(np.square(x), axis=axes))
-
-
-def _norm_shape(params, in_shapes):
-    src = in_shapes[0]
-    if src is not None and params["axis"] is not None and len(params["axis"]) > 2:
-        raise MXNetError(f"norm: axis {params['axis']} may name at most 2 axes")
-    return _shape_rule("norm")(params, in_shapes)
 
 
 def _norm_type(params, in_types):
@@ -160,7 +154,8 @@ def _norm_kernel(octx, params, inputs, outputs, req):
 
 
 _PARAMS["norm"] = _NORM_PARAMS
-register(OpDef("norm", _norm_kernel, params=_NORM_PARAMS, infer_shape=_norm_shape, infer_type=_norm_type,
+register(OpDef("norm", _norm_kernel, params=_NORM_PARAMS, infer_shape=_shape_rule("norm"),
+               infer_type=_norm_type,
                gradient=_grad(_backward("norm", _norm_weight)),
                doc="norm(data, ord=2, axis=None, out_dtype=None, keepdims=False): L1 or L2 norm."))
 
