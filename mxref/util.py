@@ -1,12 +1,16 @@
-"""MXNet's ``mxnet.util``: the NumPy-semantics switches (always off in mxref), environment access,
-and small decorators.
+"""MXNet's ``mxnet.util``: the NumPy-semantics switches, environment access, and small decorators.
 
 MXNet 1.9.1 has two global modes for its ``mx.np`` front end: NumPy *shape* semantics (``()`` is
 a scalar, ``0`` a zero-size dimension, ``-1`` unknown) and NumPy *array* semantics (Gluon makes
-``mx.np.ndarray`` parameters). mxref implements MXNet's legacy semantics only (``mx.nd`` and
-``mx.sym``; in shape inference ``0`` is an unknown dimension), so both modes are off and stay off:
-the queries answer ``False``, scopes and decorators that keep them off work, and anything that
-would turn one on raises ``MXNetError`` instead of running with the wrong semantics.
+``mx.np.ndarray`` parameters). mxref implements MXNet's legacy ``mx.nd`` / ``mx.sym`` semantics,
+plus the imperative half of the shape mode:
+
+* shape semantics (``set_np_shape``, ``np_shape()``, ``@use_np_shape``; per thread, as MXNet's)
+  decides whether ``mx.nd.zeros/ones`` may make scalars and zero-size arrays. Off (legacy), a
+  shape ``()`` or one with a ``0`` is an *unknown* shape and creating it raises ``MXNetError``, as
+  in MXNet; on, it is a real scalar / zero-size array, and ``mx.nd`` operators run on it. Graph
+  shape inference keeps the legacy reading (``0`` is an unknown dimension) in both modes.
+* array semantics stays off: turning it on raises ``MXNetError`` (there is no ``mx.np``).
 """
 from __future__ import annotations
 
@@ -30,17 +34,19 @@ def _no_numpy_mode(what: str) -> MXNetError:
 
 # -- NumPy shape semantics ---------------------------------------------------------------------
 
+_np_shape_state = threading.local()
+
+
 def is_np_shape() -> bool:
-    """Whether NumPy shape semantics is on: never in mxref."""
-    return False
+    """Whether NumPy shape semantics is on in this thread (off by default)."""
+    return getattr(_np_shape_state, "active", False)
 
 
 def set_np_shape(active) -> bool:
-    """Turn NumPy shape semantics off (a no-op) and return the previous state, ``False``.
-    Turning it on raises ``MXNetError``."""
-    if active:
-        raise _no_numpy_mode("set_np_shape(True)")
-    return False
+    """Turn NumPy shape semantics on or off in this thread; returns the previous state."""
+    prev = is_np_shape()
+    _np_shape_state.active = bool(active)
+    return prev
 
 
 class _NumpyShapeScope:
@@ -61,7 +67,7 @@ class _NumpyShapeScope:
 
 
 def np_shape(active: bool = True) -> _NumpyShapeScope:
-    """A scope with NumPy shape semantics ``active``; entering one with ``active=True`` raises."""
+    """A ``with`` scope in which NumPy shape semantics is ``active`` (the state before returns after)."""
     return _NumpyShapeScope(active)
 
 
@@ -87,7 +93,7 @@ def _decorate(func, scope_factory, name: str):
 
 
 def use_np_shape(func):
-    """Decorate a function or class to run with NumPy shape semantics (raises when called in mxref)."""
+    """Decorate a function or class to run with NumPy shape semantics on."""
     return _decorate(func, lambda: np_shape(True), "use_np_shape")
 
 
@@ -138,16 +144,16 @@ def use_np(func):
 
 
 def set_np(shape: bool = True, array: bool = True) -> None:
-    """Turn NumPy shape/array semantics on or off globally; only "off" is possible in mxref."""
+    """Turn NumPy shape/array semantics on or off; array semantics cannot be turned on in mxref."""
     if not shape and array:
         raise ValueError("NumPy Shape semantics is required in using NumPy array semantics.")
-    if shape or array:
+    if array:
         raise _no_numpy_mode(f"set_np(shape={shape}, array={array})")
-    set_np_shape(False)
+    set_np_shape(shape)
 
 
 def reset_np() -> None:
-    """Turn NumPy shape and array semantics off (they always are in mxref)."""
+    """Turn NumPy shape and array semantics off."""
     set_np(shape=False, array=False)
 
 

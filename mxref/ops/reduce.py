@@ -15,6 +15,7 @@ from typing import Callable, Tuple
 
 import numpy as np
 
+from .. import util as _util
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
@@ -54,6 +55,10 @@ def _shape_rule(op: str):
         src = in_shapes[0]
         if src is None:
             return list(in_shapes), [None]
+        if op in ("max", "min") and 0 in src and _util.is_np_shape():
+            # a max/min has no identity; a 0 is a real zero-size dim only under NumPy shape
+            # semantics (legacy reads it as unknown), as MXNet's ReduceMinMaxAxesShape checks
+            raise MXNetError(f"{op}: reduction input's size should be > 0, got shape {tuple(src)}")
         axes = _axes_of(op, params, len(src))
         return list(in_shapes), [reduced_shape(src, axes, params["keepdims"])]
     return infer
