@@ -87,3 +87,12 @@ def test_swapaxes_and_flatten_aliases():
     assert registry.get("swapaxes") is registry.get("SwapAxis")
     assert registry.get("flatten") is registry.get("Flatten")
     assert registry.get("flip") is registry.get("reverse")
+
+
+def test_reshape_back_infers_one_unknown_input_dim():
+    """A known output shape fills in the one unknown (0) input dim, as MXNet's reverse inference."""
+    import mxref as mx
+    net = mx.sym.elemwise_add(mx.sym.var("data").reshape((-1, 0)), mx.sym.ones(shape=(10, 3)))
+    for held_out in ((2, 0, 5), (0, 3, 5), (2, 3, 0)):
+        ins, outs, _ = net.infer_shape(data=held_out)
+        assert ins == [(2, 3, 5)] and outs == [(10, 3)]

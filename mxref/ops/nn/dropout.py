@@ -26,8 +26,8 @@ PARAMS = {
 
 
 def _validate(p):
-    if not 0.0 <= p["p"] < 1.0:
-        raise MXNetError(f"Dropout: p must be in [0, 1), got {p['p']}")
+    if not 0.0 <= p["p"] <= 1.0:
+        raise MXNetError(f"Dropout: p must be in [0, 1], got {p['p']}")
 
 
 def forward(octx, p, inputs, outputs, req):
@@ -38,7 +38,9 @@ def forward(octx, p, inputs, outputs, req):
             mshape[a] = 1
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.float64
         keep = octx.rng.random(tuple(mshape), dtype=dtype) >= p["p"]
-        mask[...] = keep * np.asarray(1.0 / (1.0 - p["p"]), dtype=x.dtype)
+        # NOTE: p = 1 keeps nothing and scales by 1/0: the mask is 0 * inf = NaN, as MXNet's
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mask[...] = keep * np.asarray(np.divide(1.0, 1.0 - p["p"]), dtype=x.dtype)
         assign(out, req[0], x * mask)
     else:
         mask[...] = 1
