@@ -30,9 +30,10 @@ def _param_shape(params, in_shapes):
     shape = params["shape"]
     if shape is None:
         return [], [None]
-    if any(d < 0 for d in shape):
-        raise MXNetError(f"invalid shape {shape}: dimensions must be non-negative")
-    return [], [tuple(shape)]
+    if any(d < -1 for d in shape):
+        raise MXNetError(f"invalid shape {shape}: dimensions must be non-negative (or -1: unknown)")
+    # -1 is an unknown dim, like 0, for the graph to fill in (sym.ones(shape=(-1, 3)) + x)
+    return [], [tuple(max(d, 0) for d in shape)]
 
 
 def _param_type(params, in_types):

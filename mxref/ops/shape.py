@@ -223,11 +223,17 @@ def _perm(params, ndim: int) -> Tuple[int, ...]:
     return tuple(a % ndim for a in axes)
 
 
-def _transpose_shape(params, in_shapes):
-    src = in_shapes[0]
-    if src is None:
+def _transpose_shape(params, in_shapes, out_shapes=(None,)):
+    src, dst = in_shapes[0], out_shapes[0]
+    if src is None and dst is None:
         return list(in_shapes), [None]
-    return list(in_shapes), [tuple(src[a] for a in _perm(params, len(src)))]
+    perm = _perm(params, len(src if src is not None else dst))
+    back = [0] * len(perm)                 # the output carries dims back to the input (MXNet too)
+    if dst is not None:
+        for i, a in enumerate(perm):
+            back[a] = dst[i]
+    src = tuple(a or b for a, b in zip(src, back)) if src is not None else tuple(back)
+    return [src], [tuple(src[a] for a in perm)]
 
 
 def _transpose_kernel(octx, params, inputs, outputs, req):
