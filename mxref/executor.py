@@ -327,9 +327,8 @@ def _grad_req_dict(grad_req, arg_names: List[str]) -> Dict[str, str]:
             raise MXNetError(f"grad_req: {len(grad_req)} values for {len(arg_names)} arguments {arg_names}")
         reqs = dict(zip(arg_names, grad_req))
     elif isinstance(grad_req, dict):
-        unknown = [k for k in grad_req if k not in arg_names]
-        if unknown:
-            raise MXNetError(f"grad_req: {unknown} are not arguments; arguments are {arg_names}")
+        # names that are not arguments are passed over, as MXNet does (a dict written for the
+        # symbol with a bias serves the one without)
         reqs = {n: grad_req.get(n, "null") for n in arg_names}
     else:
         raise MXNetError(f"grad_req must be a str, list or dict, got {type(grad_req).__name__}")
@@ -485,6 +484,9 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     place) supplies the other argument arrays where large enough.
     """
     arg_names, aux_names = _input_names(symbol, "simple_bind")
+    # MXNet reads only the tuple values as shapes and passes over the rest (sym.take's tests hand
+    # simple_bind the operator's own axis=..., mode=...)
+    kwargs = {k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))}
     for key in kwargs:
         if key not in arg_names and key not in aux_names:
             raise MXNetError(f"simple_bind: keyword argument '{key}' is not an input; inputs are "

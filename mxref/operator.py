@@ -325,7 +325,7 @@ def _infer_shape(params, in_shapes):
     prop = _prop(params)
     nargs, nout, naux = _counts(prop)
     unknown = [s is None for s in in_shapes]
-    if all(unknown):
+    if in_shapes and all(unknown):             # (an op without inputs knows its shapes at once)
         return list(in_shapes), [None] * nout
     given = [list(s) if s is not None else [] for s in in_shapes]
     ret = _user_call(params, "infer_shape", lambda: prop.infer_shape(given[:nargs]),
@@ -343,7 +343,7 @@ def _infer_shape(params, in_shapes):
 def _infer_type(params, in_types):
     prop = _prop(params)
     nargs, nout, naux = _counts(prop)
-    if in_types[0] is None:
+    if in_types and in_types[0] is None:
         return list(in_types), [None] * nout
     given = [None if t is None else np.dtype(t).type for t in in_types[:nargs]]
     ret = _user_call(params, "infer_type", lambda: prop.infer_type(given), False)

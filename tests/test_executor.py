@@ -386,3 +386,21 @@ def test_grad_req_add_does_not_leak_into_other_gradients():
     ex.backward(mx.nd.ones((3,)))
     np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.full(3, 11.0))
     np.testing.assert_allclose(ex.grad_dict["w"].asnumpy(), np.full(3, 1 - np.tanh(0.5) ** 2), rtol=1e-6)
+
+
+def test_bind_passes_over_extra_grad_req_names_and_simple_bind_over_non_shapes():
+    """As MXNet: a grad_req dict may name inputs the symbol lacks; simple_bind reads only tuple
+    values as shapes (a caller may hand it the op's own axis=..., mode=...)."""
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    conv = mx.sym.Convolution(x, w, None, num_filter=2, kernel=(1,), no_bias=True)
+    args = {"x": mx.nd.ones((1, 1, 3)), "w": mx.nd.ones((2, 1, 1)), "b": None}
+    grads = {"x": mx.nd.zeros((1, 1, 3)), "w": mx.nd.zeros((2, 1, 1)), "b": None}
+    ex = conv.bind(mx.cpu(), args, args_grad=grads, grad_req={"x": "write", "w": "null", "b": "add"})
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((1, 2, 3)))
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), 2 * np.ones((1, 1, 3)))
+    take = mx.sym.take(mx.sym.var("a"), mx.sym.var("indices"), axis=1, mode="clip")
+    ex = take.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), axis=1, mode="clip")
+    assert ex.outputs[0].shape == (2, 4)
+    with pytest.raises(MXNetError, match="not an input"):
+        take.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), c=(1,))
