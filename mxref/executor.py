@@ -208,6 +208,8 @@ class Executor:
         n = node.num_outputs() if what == "output" else len(node.inputs)
         if node.op.name.startswith("_backward_"):
             return [what] if n == 1 and what == "output" else [f"{what}{i}" for i in range(n)]
+        if what == "input" and not getattr(node.op, "monitor_input_names", True):
+            return [f"input{i}" for i in range(n)]     # an op MXNet gives no input names
         names = node.op.list_outputs(node.params) if what == "output" else node.op.list_inputs(node.params)
         return list(names) + [f"{what}{i}" for i in range(len(names), n)]
 

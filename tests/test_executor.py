@@ -404,3 +404,19 @@ def test_bind_passes_over_extra_grad_req_names_and_simple_bind_over_non_shapes()
     assert ex.outputs[0].shape == (2, 4)
     with pytest.raises(MXNetError, match="not an input"):
         take.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), c=(1,))
+
+
+def test_monitor_names_inputs_as_mxnet_does():
+    """monitor_all: inputs are <node>_<input name>, or <node>_input<i> for an operator MXNet
+    gives no input names (Activation, SoftmaxActivation)."""
+    data = mx.sym.Variable("data", shape=(2, 3))
+    for sym, want in ((mx.sym.Activation(data, act_type="relu", name="act"),
+                       ["data", "act_input0", "act_output"]),
+                      (mx.sym.SoftmaxActivation(data, name="sm"), ["data", "sm_input0", "sm_output"]),
+                      (mx.sym.softmax(data, name="s"), ["data", "s_data", "s_output"])):
+        seen = []
+        ex = sym.simple_bind(mx.cpu(), grad_req="null")
+        ex.set_monitor_callback(lambda name, arr: seen.append(name), monitor_all=True)
+        ex.forward()
+        mx.nd.waitall()
+        assert seen == want

@@ -65,7 +65,11 @@ def backward_gradient(node, ograds):
     return [d_og, CARDS[node.params["act_type"]].d2_y(mk, mk("elemwise_mul", g, og), y)]
 
 
-register(OpDef("Activation", forward, params=PARAMS, gradient=gradient, inplace=[(0, 0)], doc=__doc__))
+ACTIVATION = register(OpDef("Activation", forward, params=PARAMS, gradient=gradient, inplace=[(0, 0)],
+                            doc=__doc__))
+# MXNet registers no input names (FListInputNames) for Activation, so an executor's monitor calls
+# its input "input0" (the symbol's own argument is still "data")
+ACTIVATION.monitor_input_names = False
 register(OpDef("_backward_Activation", backward, arguments=["ograd", "output"], params=PARAMS,
                infer_shape=elemwise_shape, infer_type=elemwise_type, inplace=[(0, 0)]))
 differentiable("_backward_Activation", backward_gradient)

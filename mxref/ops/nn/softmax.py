@@ -58,7 +58,8 @@ def _make_forward(log, negate=False):
         out = outputs[0] if req[0] in ("write", "inplace") else np.empty(x.shape, outputs[0].dtype)
         if p["use_length"]:
             mask = _length_mask(x, inputs[1], p["axis"])
-            softmax_into(np.where(mask, x, -np.inf), p["axis"], out, log, p["temperature"])
+            with np.errstate(invalid="ignore"):       # a row of length 0 is all -inf (set to 0 below)
+                softmax_into(np.where(mask, x, -np.inf), p["axis"], out, log, p["temperature"])
             out[~np.broadcast_to(mask, x.shape)] = 0
         else:
             softmax_into(x, p["axis"], out, log, p["temperature"])
