@@ -26,7 +26,7 @@ from ...graph import NodeEntry, make_node
 from ..activations import CARDS
 from ..d2 import Builder, differentiable
 from ..parallel import parallel_elementwise
-from ..registry import OpDef, Param, elemwise_shape, elemwise_type, register
+from ..registry import OpDef, Param, elemwise_shape, elemwise_type, get, register
 from ._util import backward_node, entry
 
 PARAMS = {"act_type": Param("str", choices=("relu", "sigmoid", "softrelu", "softsign", "tanh"),
@@ -65,11 +65,11 @@ def backward_gradient(node, ograds):
     return [d_og, CARDS[node.params["act_type"]].d2_y(mk, mk("elemwise_mul", g, og), y)]
 
 
-ACTIVATION = register(OpDef("Activation", forward, params=PARAMS, gradient=gradient, inplace=[(0, 0)],
-                            doc=__doc__))
-# MXNet registers no input names (FListInputNames) for Activation, so an executor's monitor calls
-# its input "input0" (the symbol's own argument is still "data")
-ACTIVATION.monitor_input_names = False
+register(OpDef("Activation", forward, params=PARAMS, gradient=gradient, inplace=[(0, 0)], doc=__doc__))
 register(OpDef("_backward_Activation", backward, arguments=["ograd", "output"], params=PARAMS,
                infer_shape=elemwise_shape, infer_type=elemwise_type, inplace=[(0, 0)]))
 differentiable("_backward_Activation", backward_gradient)
+
+# MXNet registers no input names (FListInputNames) for Activation, so an executor's monitor calls
+# its input "input0" (the symbol's own argument is still "data")
+get("Activation").monitor_input_names = False
