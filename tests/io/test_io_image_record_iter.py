@@ -4,10 +4,10 @@ import os
 
 import numpy as np
 import pytest
-from mxref.image.resize import resize
 from PIL import Image
 
 import mxref as mx
+from mxref.ops.image.resample import resize
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "image", "im2rec")
 REC, IDX = os.path.join(FIX, "mxnet.rec"), os.path.join(FIX, "mxnet.idx")
