@@ -416,7 +416,7 @@ def test_monitor_names_inputs_as_mxnet_does():
                       (mx.sym.softmax(data, name="s"), ["data", "s_data", "s_output"])):
         seen = []
         ex = sym.simple_bind(mx.cpu(), grad_req="null")
-        ex.set_monitor_callback(lambda name, arr: seen.append(name), monitor_all=True)
+        ex.set_monitor_callback(lambda name, arr, seen=seen: seen.append(name), monitor_all=True)
         ex.forward()
         mx.nd.waitall()
         assert seen == want
