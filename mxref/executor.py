@@ -208,6 +208,8 @@ class Executor:
         n = node.num_outputs() if what == "output" else len(node.inputs)
         if node.op.name.startswith("_backward_"):
             return [what] if n == 1 and what == "output" else [f"{what}{i}" for i in range(n)]
+        if what == "input" and not getattr(node.op, "monitor_input_names", True):
+            return [f"input{i}" for i in range(n)]     # an op MXNet gives no input names
         names = node.op.list_outputs(node.params) if what == "output" else node.op.list_inputs(node.params)
         return list(names) + [f"{what}{i}" for i in range(len(names), n)]
 
@@ -489,6 +491,9 @@ def simple_bind(symbol, ctx: Context, grad_req: Union[str, list, dict] = "write"
     place) supplies the other argument arrays where large enough.
     """
     arg_names, aux_names = _input_names(symbol, "simple_bind")
+    # MXNet reads only the tuple values as shapes and passes over the rest (sym.take's tests hand
+    # simple_bind the operator's own axis=..., mode=...)
+    kwargs = {k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))}
     for key in kwargs:
         if key not in arg_names and key not in aux_names:
             raise MXNetError(f"simple_bind: keyword argument '{key}' is not an input; inputs are "

@@ -48,10 +48,12 @@ from .ndarray import imperative as _imperative
 from .ndarray.chunk import Chunk, _free_nothing
 from .ndarray.ndarray import NDArray
 from .ops import registry
+from .ops.arguments import OperatorArguments, get_operator_arguments  # noqa: F401
 from .ops.nn._util import backward_node
 from .ops.registry import OpDef, Param
 
-__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom"]
+__all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators", "Custom",
+           "OperatorArguments", "get_operator_arguments"]
 
 
 class CustomOp:
@@ -326,7 +328,7 @@ def _infer_shape(params, in_shapes):
     prop = _prop(params)
     nargs, nout, naux = _counts(prop)
     unknown = [s is None for s in in_shapes]
-    if all(unknown):
+    if in_shapes and all(unknown):             # (an op without inputs knows its shapes at once)
         return list(in_shapes), [None] * nout
     given = [list(s) if s is not None else [] for s in in_shapes]
     ret = _user_call(params, "infer_shape", lambda: prop.infer_shape(given[:nargs]),
@@ -344,7 +346,7 @@ def _infer_shape(params, in_shapes):
 def _infer_type(params, in_types):
     prop = _prop(params)
     nargs, nout, naux = _counts(prop)
-    if in_types[0] is None:
+    if in_types and in_types[0] is None:
         return list(in_types), [None] * nout
     given = [None if t is None else np.dtype(t).type for t in in_types[:nargs]]
     ret = _user_call(params, "infer_type", lambda: prop.infer_type(given), False)
@@ -438,3 +440,8 @@ def Custom(*data: NDArray, op_type: str = None, out=None, name: str = None, **kw
 
 # The generated mx.nd function cannot know a Custom call's inputs before op_type is parsed.
 _nd.Custom = _nd.op.Custom = Custom
+
+# MXNet's deprecated numpy operators, run as custom operators (mxref/contrib/numpy_op.py).
+from .contrib.numpy_op import NumpyOp, PythonOp  # noqa: E402, F401
+
+__all__ += ["NumpyOp", "PythonOp"]

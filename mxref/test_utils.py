@@ -166,8 +166,8 @@ def numeric_grad(executor, location: Dict[str, np.ndarray], aux_states=None, eps
     """Central differences of ``f = sum_i <outputs[i], projections[i]>`` (or of ``sum(outputs[0])``).
 
     Arguments with at most ``max_elements`` elements (all, if ``None``) get one difference per
-    element. Larger ones are probed along ``num_directions`` random unit directions ``d``: the
-    result is then ``{name: [(d, f'(x; d)), ...]}``, to compare with ``<grad, d>``.
+    element. Larger ones are probed along ``num_directions`` random directions ``d`` (standard
+    normal entries): the result is then ``{name: [(d, f'(x; d)), ...]}``, to compare with ``<grad, d>``.
     """
     projections = projections or [None] * len(executor.outputs)
     rng = rng or np.random
@@ -201,11 +201,16 @@ def numeric_grad(executor, location: Dict[str, np.ndarray], aux_states=None, eps
         else:
             probes = []
             for _ in range(num_directions):
+                # NOTE: every element moves by about eps/2 (a unit-norm d would move each by
+                # eps/2/sqrt(n), below float32's resolution), and d is what the arrays really
+                # moved by after rounding to ``dtype``, so <grad, d> compares like with like
                 d = rng.standard_normal(value.shape)
-                d /= np.linalg.norm(d)
-                target[:] = (value + d * (eps / 2)).astype(dtype)
+                plus = (value + d * (eps / 2)).astype(dtype)
+                minus = (value - d * (eps / 2)).astype(dtype)
+                d = (plus.astype(np.float64) - minus.astype(np.float64)) / eps
+                target[:] = plus
                 f_plus = f()
-                target[:] = (value - d * (eps / 2)).astype(dtype)
+                target[:] = minus
                 probes.append((d, (f_plus - f()) / eps))
             grads[name] = probes
         target[:] = value

@@ -4,7 +4,9 @@ MXNet 1.9.1 has two global modes for its ``mx.np`` front end: NumPy *shape* sema
 a scalar, ``0`` a zero-size dimension, ``-1`` unknown) and NumPy *array* semantics (Gluon makes
 ``mx.np.ndarray`` parameters). mxref implements MXNet's legacy ``mx.nd`` / ``mx.sym`` front ends.
 The shape switch works where legacy code meets it (shape inference's markers, the JSON flag,
-the array file format; ``set_np_shape``). There is no ``mx.np`` array type, so NumPy *array*
+the array file format; ``set_np_shape``) and in ``mx.nd``: off (legacy), ``mx.nd.zeros/ones`` of a
+shape ``()`` or with a ``0`` raise ``MXNetError`` (an unknown shape), as in MXNet; on, they make
+real scalars and zero-size arrays that ``mx.nd`` operators run on. There is no ``mx.np`` array type, so NumPy *array*
 semantics stays off: the query answers ``False``, scopes that keep it off work, and anything that
 would turn it on raises ``MXNetError`` instead of running with the wrong semantics.
 """
@@ -32,6 +34,9 @@ def _no_numpy_mode(what: str) -> MXNetError:
 # MXNet's Imperative::is_np_shape: off (0), on for this thread (1) or on for every thread (2).
 _np_shape_global = False
 _np_shape_local = threading.local()
+
+
+_np_shape_state = threading.local()
 
 
 def is_np_shape() -> bool:
@@ -177,7 +182,7 @@ def set_np(shape: bool = True, array: bool = True) -> None:
 
 
 def reset_np() -> None:
-    """Turn NumPy shape and array semantics off (they always are in mxref)."""
+    """Turn NumPy shape and array semantics off."""
     set_np(shape=False, array=False)
 
 

@@ -393,6 +393,8 @@ def test_grad_req_dict_ignores_names_that_are_not_arguments():
     sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, name="fc")
     exe = sym.simple_bind(mx.cpu(), data=(1, 3), grad_req={"data": "add", "parameters": "null"})
     assert [g is None for g in exe.grad_arrays] == [False, True, True]
+
+
 def test_simple_bind_shared_buffer_holds_data_and_their_gradients_only():
     """As MXNet's graph executor: ``shared_buffer`` gets the non-shared arguments and, under
     ``'grad of <name>'``, their gradients; the ``shared_arg_names`` parameters stay out of it. A
@@ -414,3 +416,37 @@ def test_simple_bind_shared_buffer_holds_data_and_their_gradients_only():
     s.simple_bind(mx.cpu(), data=(4, 5), shared_arg_names=params, shared_buffer=buf2,
                   grad_req="null")
     assert sorted(buf2) == ["data", "softmax_label"]
+
+
+def test_bind_passes_over_extra_grad_req_names_and_simple_bind_over_non_shapes():
+    """As MXNet: a grad_req dict may name inputs the symbol lacks; simple_bind reads only tuple
+    values as shapes (a caller may hand it the op's own axis=..., mode=...)."""
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    conv = mx.sym.Convolution(x, w, None, num_filter=2, kernel=(1,), no_bias=True)
+    args = {"x": mx.nd.ones((1, 1, 3)), "w": mx.nd.ones((2, 1, 1)), "b": None}
+    grads = {"x": mx.nd.zeros((1, 1, 3)), "w": mx.nd.zeros((2, 1, 1)), "b": None}
+    ex = conv.bind(mx.cpu(), args, args_grad=grads, grad_req={"x": "write", "w": "null", "b": "add"})
+    ex.forward(is_train=True)
+    ex.backward(mx.nd.ones((1, 2, 3)))
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), 2 * np.ones((1, 1, 3)))
+    take = mx.sym.take(mx.sym.var("a"), mx.sym.var("indices"), axis=1, mode="clip")
+    ex = take.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), axis=1, mode="clip")
+    assert ex.outputs[0].shape == (2, 4)
+    with pytest.raises(MXNetError, match="not an input"):
+        take.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), c=(1,))
+
+
+def test_monitor_names_inputs_as_mxnet_does():
+    """monitor_all: inputs are <node>_<input name>, or <node>_input<i> for an operator MXNet
+    gives no input names (Activation, SoftmaxActivation)."""
+    data = mx.sym.Variable("data", shape=(2, 3))
+    for sym, want in ((mx.sym.Activation(data, act_type="relu", name="act"),
+                       ["data", "act_input0", "act_output"]),
+                      (mx.sym.SoftmaxActivation(data, name="sm"), ["data", "sm_input0", "sm_output"]),
+                      (mx.sym.softmax(data, name="s"), ["data", "s_data", "s_output"])):
+        seen = []
+        ex = sym.simple_bind(mx.cpu(), grad_req="null")
+        ex.set_monitor_callback(lambda name, arr, seen=seen: seen.append(name), monitor_all=True)
+        ex.forward()
+        mx.nd.waitall()
+        assert seen == want

@@ -350,3 +350,39 @@ def test_custom_op_in_a_hybrid_block_imperative_and_hybridized():
         results.append((y.asnumpy(), net.dense.weight.grad().asnumpy().copy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-6)
+
+
+class _Ones(mx.operator.CustomOp):
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], mx.nd.ones(out_data[0].shape))
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        pass
+
+
+@mx.operator.register("test_no_input_ones")
+class _OnesProp(mx.operator.CustomOpProp):
+    def __init__(self, length, depth):
+        super().__init__()
+        self.shape = (int(length), int(depth))
+
+    def list_arguments(self):
+        return []
+
+    def infer_shape(self, in_shape):
+        return [], [self.shape], []
+
+    def infer_type(self, in_type):
+        return [], [np.float32], []
+
+    def create_operator(self, ctx, shapes, dtypes):
+        return _Ones()
+
+
+def test_custom_op_without_inputs(any_engine):
+    """An op with no inputs takes its shape and dtype from the prop alone (also under autograd)."""
+    with mx.autograd.record():
+        x = mx.nd.Custom(length=3, depth=4, op_type="test_no_input_ones")
+    assert x.shape == (3, 4) and x.dtype == np.float32 and (x.asnumpy() == 1).all()
+    out = mx.sym.Custom(length=2, depth=2, op_type="test_no_input_ones").bind(mx.cpu(), {}).forward()
+    assert out[0].shape == (2, 2)

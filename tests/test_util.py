@@ -9,7 +9,7 @@ from mxref import util
 from mxref.base import MXNetError
 
 
-def test_numpy_semantics_are_off_and_queries_say_so():
+def test_numpy_semantics_are_off_by_default_and_queries_say_so():
     assert util.is_np_shape() is False and util.is_np_array() is False
     assert mx.is_np_shape() is False and mx.is_np_array() is False
     assert util.set_np_shape(False) is False
@@ -18,13 +18,51 @@ def test_numpy_semantics_are_off_and_queries_say_so():
     util.set_np(shape=False, array=False)
 
 
+def test_shape_semantics_switch_per_thread_and_in_scopes():
+    assert util.set_np_shape(True) is False and util.is_np_shape()
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(util.is_np_shape()))
+    t.start()
+    t.join()
+    assert seen == [False]                        # per thread, as MXNet's
+    assert util.set_np_shape(False) is True and not util.is_np_shape()
+    with util.np_shape():
+        assert mx.is_np_shape()
+        with util.np_shape(False):
+            assert not mx.is_np_shape()
+        assert mx.is_np_shape()
+    assert not mx.is_np_shape()
+    util.set_np(shape=True, array=False)
+    assert util.is_np_shape()
+    util.reset_np()
+    assert not util.is_np_shape()
+
+
 @pytest.mark.parametrize("turn_on", [
     lambda: util.set_np(),
     lambda: util.np_array(True).__enter__(),
 ])
-def test_turning_numpy_semantics_on_raises_naming_the_missing_front_end(turn_on):
+def test_turning_array_semantics_on_raises_naming_the_missing_front_end(turn_on):
     with pytest.raises(MXNetError, match="no mx.np front end"):
         turn_on()
+
+
+def test_scalars_and_zero_size_arrays_need_shape_semantics():
+    """Legacy semantics reads () and 0 dims as unknown (MXNet raises); np_shape makes them real."""
+    for make in (mx.nd.zeros, mx.nd.ones):
+        for shape in ((), (0, 1, 3, 0)):
+            with pytest.raises(MXNetError, match="np_shape"):
+                make(shape)
+    with pytest.raises(MXNetError, match="tile"):
+        mx.nd.tile(mx.nd.ones((2, 2)), (1, 0))
+    with mx.np_shape():
+        assert mx.nd.ones(()).asnumpy() == 1 and mx.nd.ones(()).shape == ()
+        assert mx.nd.zeros((0, 1, 0, 4)).shape == (0, 1, 0, 4)
+        cat = mx.nd.concat(mx.nd.ones((0, 3)), mx.nd.ones((2, 3)), mx.nd.ones((0, 3)), dim=0)
+        assert cat.shape == (2, 3)
+        assert mx.nd.tile(mx.nd.ones((2, 2)), (1, 0)).shape == (2, 0)
+        with pytest.raises(MXNetError, match="size should be > 0"):
+            mx.nd.zeros((5, 0)).max()
 
 
 def test_set_np_array_without_shape_is_a_value_error_as_in_mxnet():

@@ -6,6 +6,7 @@ from typing import Optional
 import numpy as np
 
 from .. import engine as _engine
+from .. import util as _util
 from ..base import MXNetError, normalize_dtype
 from ..context import Context, current_context
 from ..ops import registry
@@ -37,6 +38,16 @@ def _shape(shape, what: str):
         raise MXNetError(f"{what}: shape must be an int or a tuple of ints, got {shape!r}") from None
     if any(d < 0 for d in shape):
         raise MXNetError(f"{what}: negative dimension in shape {shape}")
+    return shape
+
+
+def _known_shape(shape: tuple, what: str) -> tuple:
+    """``shape``, unless legacy shape semantics reads it as unknown: ``()`` (no dims) or a ``0``
+    dim, which only NumPy shape semantics (``mx.np_shape()``) makes a scalar / zero-size array."""
+    if not _util.is_np_shape() and (not shape or 0 in shape):
+        raise MXNetError(f"{what}: shape {shape} is unknown under MXNet's legacy shape semantics "
+                         "(() and 0 mean 'not known'); use mx.np_shape() for scalars and zero-size "
+                         "arrays")
     return shape
 
 
@@ -88,13 +99,13 @@ def zeros(shape, ctx: Optional[Context] = None, dtype=None, stype=None, **kwargs
     if stype not in (None, "default"):
         from . import sparse  # noqa: PLC0415 - sparse.py imports this module
         return sparse.zeros(stype, shape, ctx, dtype)
-    return _create("_zeros", ctx, shape=_shape(shape, "zeros"),
+    return _create("_zeros", ctx, shape=_known_shape(_shape(shape, "zeros"), "zeros"),
                    dtype=_FLOAT32 if dtype is None else normalize_dtype(dtype), **kwargs)
 
 
 def ones(shape, ctx: Optional[Context] = None, dtype=None, **kwargs) -> NDArray:
     """A new array of ones (float32 unless ``dtype`` says otherwise)."""
-    return _create("_ones", ctx, shape=_shape(shape, "ones"),
+    return _create("_ones", ctx, shape=_known_shape(_shape(shape, "ones"), "ones"),
                    dtype=_FLOAT32 if dtype is None else normalize_dtype(dtype), **kwargs)
 
 
@@ -126,7 +137,7 @@ def eye(N: int, M: int = 0, k: int = 0, ctx: Optional[Context] = None, dtype=Non
 
 def zeros_like(data: NDArray, **kwargs) -> NDArray:
     """Zeros with the shape, dtype and context of ``data``."""
-    return zeros(data.shape, data.context, data._dtype)
+    return _create("_zeros", data.context, shape=data.shape, dtype=data._dtype)
 
 
 def ones_like(data: NDArray, **kwargs) -> NDArray:

@@ -269,6 +269,13 @@ def _hypot(lhs, rhs, out):
     return np.copyto(out, np.hypot(lhs, rhs), casting="unsafe")
 
 
+def _mod_partials(g, a, b):
+    # MXNet's mod_grad / mod_rgrad are 0 for integer dtypes (floor(a / b) would divide by zero)
+    if g.dtype.kind != "f":
+        return np.zeros_like(g), np.zeros_like(g)
+    return g, -g * np.floor(a / b)
+
+
 # name: (forward fn(l, r, out), partials (g, l, r, y) -> (dl, dr)). Maximum/minimum send a tie's
 # gradient to the left input, as MXNet's ge/lt (le/gt) masks do.
 BINARY_MATH = {
@@ -279,7 +286,7 @@ BINARY_MATH = {
     "power": (_power, lambda g, a, b, y: (g * b * np.power(a, b - 1), g * y * np.log(a))),
     "maximum": (np.maximum, lambda g, a, b, y: (g * (a >= b), g * (a < b))),
     "minimum": (np.minimum, lambda g, a, b, y: (g * (a <= b), g * (a > b))),
-    "mod": (np.mod, lambda g, a, b, y: (g, -g * np.floor(a / b))),
+    "mod": (np.mod, lambda g, a, b, y: _mod_partials(g, a, b)),
     "hypot": (_hypot, lambda g, a, b, y: (g * a / y, g * b / y)),
 }
 

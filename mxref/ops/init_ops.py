@@ -30,9 +30,10 @@ def _param_shape(params, in_shapes):
     shape = params["shape"]
     if shape is None:
         return [], [None]
-    if any(d < 0 for d in shape):
-        raise MXNetError(f"invalid shape {shape}: dimensions must be non-negative")
-    return [], [tuple(shape)]
+    if any(d < -1 for d in shape):
+        raise MXNetError(f"invalid shape {shape}: dimensions must be non-negative (or -1: unknown)")
+    # -1 is an unknown dim, like 0, for the graph to fill in (sym.ones(shape=(-1, 3)) + x)
+    return [], [tuple(max(d, 0) for d in shape)]
 
 
 def _param_type(params, in_types):
@@ -95,9 +96,14 @@ def _arange_kernel(octx, params, inputs, outputs, req):
     start, stop, step = params["start"], params["stop"], params["step"]
     if stop is None:
         start = 0.0
-    n = outputs[0].shape[0] // params["repeat"]
-    values = start + step * np.arange(n, dtype=np.float64)   # MXNet computes start + i*step
-    assign(outputs[0], req[0], np.repeat(values, params["repeat"]).astype(outputs[0].dtype))
+    n, dtype = outputs[0].shape[0] // params["repeat"], outputs[0].dtype
+    # MXNet computes start + i*step in the output dtype, start and step cast to it first: an
+    # integer arange truncates both (arange(1.3, 10, 1.3, dtype=int32) counts by 1) and wraps
+    if dtype.kind in "iub":
+        values = (math.trunc(start) + np.arange(n, dtype=np.int64) * math.trunc(step)).astype(dtype)
+    else:
+        values = dtype.type(start) + np.arange(n).astype(dtype) * dtype.type(step)
+    assign(outputs[0], req[0], np.repeat(values, params["repeat"]))
 
 
 register(OpDef("_arange", _arange_kernel, arguments=(),

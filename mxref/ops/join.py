@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from .. import util as _util
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
 from .elemwise import output_grads
@@ -63,7 +64,9 @@ def _concat_shape(params, in_shapes, out_shapes=None):
                              f"outside dim {params['dim']}")
     out = list(known[0])
     sizes = [s[dim] if s is not None else 0 for s in in_shapes]
-    out[dim] = sum(sizes) if all(sizes) else 0
+    # a 0 is an unknown size, except under NumPy shape semantics, where it is a zero-size input
+    known_sizes = all(sizes) or (_util.is_np_shape() and None not in in_shapes)
+    out[dim] = sum(sizes) if known_sizes else 0
     return list(in_shapes), [tuple(out)]
 
 

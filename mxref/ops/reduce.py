@@ -15,6 +15,7 @@ from typing import Callable, Tuple
 
 import numpy as np
 
+from .. import util as _util
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
@@ -54,6 +55,10 @@ def _shape_rule(op: str):
         src = in_shapes[0]
         if src is None:
             return list(in_shapes), [None]
+        if op in ("max", "min") and 0 in src and _util.is_np_shape():
+            # a max/min has no identity; a 0 is a real zero-size dim only under NumPy shape
+            # semantics (legacy reads it as unknown), as MXNet's ReduceMinMaxAxesShape checks
+            raise MXNetError(f"{op}: reduction input's size should be > 0, got shape {tuple(src)}")
         axes = _axes_of(op, params, len(src))
         return list(in_shapes), [reduced_shape(src, axes, params["keepdims"])]
     return infer
@@ -133,16 +138,10 @@ for _name, (_fwd, _weight, _aliases) in _REDUCERS.items():
 # ---------------------------------------------------------------------------------------------
 
 def _norm(x, axes, ord_=2):
+    # NOTE: entrywise over any number of axes, as MXNet computes it (a 2-tuple is not a matrix norm)
     if ord_ == 1:
         return np.sum(np.abs(x), axis=axes)
     return np.sqrt(np.sum(np.square(x), axis=axes))
-
-
-def _norm_shape(params, in_shapes):
-    src = in_shapes[0]
-    if src is not None and params["axis"] is not None and len(params["axis"]) > 2:
-        raise MXNetError(f"norm: axis {params['axis']} may name at most 2 axes")
-    return _shape_rule("norm")(params, in_shapes)
 
 
 def _norm_type(params, in_types):
@@ -160,7 +159,8 @@ def _norm_kernel(octx, params, inputs, outputs, req):
 
 
 _PARAMS["norm"] = _NORM_PARAMS
-register(OpDef("norm", _norm_kernel, params=_NORM_PARAMS, infer_shape=_norm_shape, infer_type=_norm_type,
+register(OpDef("norm", _norm_kernel, params=_NORM_PARAMS, infer_shape=_shape_rule("norm"),
+               infer_type=_norm_type,
                gradient=_grad(_backward("norm", _norm_weight)),
                doc="norm(data, ord=2, axis=None, out_dtype=None, keepdims=False): L1 or L2 norm."))
 

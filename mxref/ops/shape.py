@@ -13,6 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import util as _util
 from ..base import MXNetError
 from ..graph import NodeEntry, make_node
 from .elemwise import zero_grads
@@ -94,8 +95,14 @@ def infer_reshape(src: Sequence[int], codes: Sequence[int], reverse: bool = Fals
     return tuple(out[::-1] if reverse else out)
 
 
-def _reshape_shape(params, in_shapes):
-    src = in_shapes[0]
+def _reshape_shape(params, in_shapes, out_shapes=(None,)):
+    src, dst = in_shapes[0], out_shapes[0]
+    if src is not None and src.count(0) == 1 and dst is not None and 0 not in dst:
+        # back from a known output, as MXNet's ReverseReshapeInferShape: the one unknown input
+        # dim is whatever makes the sizes agree
+        known = _prod([d for d in src if d])
+        if known and _prod(dst) % known == 0:
+            src = tuple(d or _prod(dst) // known for d in src)
     if src is None or 0 in src:
         return list(in_shapes), [None]
     codes = params["shape"]
@@ -106,7 +113,7 @@ def _reshape_shape(params, in_shapes):
         codes = [-1 if d == 0 else d for d in target]
     if not codes:
         raise MXNetError("Reshape: parameter 'shape' must be given")
-    return list(in_shapes), [infer_reshape(src, codes, params["reverse"])]
+    return [src], [infer_reshape(src, codes, params["reverse"])]
 
 
 def _reshape_kernel(octx, params, inputs, outputs, req):
@@ -218,11 +225,17 @@ def _perm(params, ndim: int) -> Tuple[int, ...]:
     return tuple(a % ndim for a in axes)
 
 
-def _transpose_shape(params, in_shapes):
-    src = in_shapes[0]
-    if src is None:
+def _transpose_shape(params, in_shapes, out_shapes=(None,)):
+    src, dst = in_shapes[0], out_shapes[0]
+    if src is None and dst is None:
         return list(in_shapes), [None]
-    return list(in_shapes), [tuple(src[a] for a in _perm(params, len(src)))]
+    perm = _perm(params, len(src if src is not None else dst))
+    back = [0] * len(perm)                 # the output carries dims back to the input (MXNet too)
+    if dst is not None:
+        for i, a in enumerate(perm):
+            back[a] = dst[i]
+    src = tuple(a or b for a, b in zip(src, back)) if src is not None else tuple(back)
+    return [src], [tuple(src[a] for a in perm)]
 
 
 def _transpose_kernel(octx, params, inputs, outputs, req):
@@ -327,6 +340,11 @@ def _tile_reps(params, ndim: int) -> Tuple[Tuple[int, ...], int]:
     reps = tuple(params["reps"])
     if any(r < 0 for r in reps):
         raise MXNetError(f"tile: reps {reps} must be non-negative")
+    if 0 in reps and not _util.is_np_shape():
+        # the output would have a 0 dim, which legacy shape semantics reads as unknown (MXNet's
+        # TileOpShape fails); under mx.np_shape() it is a zero-size array
+        raise MXNetError(f"tile: reps {reps} has a 0, which makes a zero-size output; that needs "
+                         "NumPy shape semantics (mx.np_shape())")
     n = max(ndim, len(reps))
     return (1,) * (n - len(reps)) + reps, n
 

@@ -26,6 +26,19 @@ def test_arange_matches_mxnet_rules():
         run_op("_arange", start=0, stop=3, step=0)
 
 
+def test_arange_in_the_output_dtype():
+    """As MXNet: start and step are cast to the dtype first (an integer arange truncates both and
+    wraps around), and the float values are computed in the output dtype."""
+    (r,) = run_op("_arange", start=1.3, stop=456.6, step=1.3, dtype="int32")
+    assert r.shape == (351,) and r[0] == 1 and r[-1] == 351
+    np.testing.assert_array_equal(run_op("_arange", start=0.5, stop=5.7, step=1.5, dtype="int32")[0],
+                                  [0, 1, 2, 3])
+    np.testing.assert_array_equal(run_op("_arange", start=-100, stop=-97, dtype="uint8")[0],
+                                  [156, 157, 158])
+    (f,) = run_op("_arange", start=0.1, stop=1.0, step=0.1)
+    np.testing.assert_array_equal(f, np.float32(0.1) + np.arange(9, dtype=np.float32) * np.float32(0.1))
+
+
 def test_like_ops_and_copy():
     """zeros_like/ones_like keep shape and dtype and read only the shape; _copy is identity."""
     x = np.arange(6, dtype=np.int32).reshape(2, 3)

@@ -129,3 +129,14 @@ def test_float32_exp_is_correctly_rounded():
     x = np.linspace(-5, 5, 101).astype(np.float32)
     want = np.exp(x.astype(np.float64)).astype(np.float32)
     np.testing.assert_array_equal(mx.nd.exp(mx.nd.array(x)).asnumpy(), want)
+
+
+def test_integer_mod_has_zero_gradient():
+    """MXNet's mod_grad / mod_rgrad are 0 for integer dtypes (no floor(a / 0) blow-up)."""
+    a, b = np.array([7, -3, 5], np.int32), np.array([2, 0, 3], np.int32)
+    for op in ("_mod", "broadcast_mod"):
+        dl, dr = grad_op(op, a, b)
+        assert not dl.any() and not dr.any()
+    dl, dr = grad_op("_mod", a.astype(np.float64), np.array([2.0, 4.0, 3.0]))
+    np.testing.assert_array_equal(dl, [1, 1, 1])
+    np.testing.assert_array_equal(dr, [-3, 1, -1])

@@ -41,7 +41,7 @@ def test_max_gradient_goes_to_every_tie():
 
 
 @pytest.mark.parametrize("params", [dict(), dict(axis=1), dict(ord=1, axis=(1, 2)),
-                                    dict(axis=-1, keepdims=True)], ids=str)
+                                    dict(axis=-1, keepdims=True), dict(axis=(0, 1, 2))], ids=str)
 def test_norm_values_and_gradient(params):
     """L2 (and L1) norm over axes, with its gradient x/|x| (sign(x))."""
     x = X - 1.0

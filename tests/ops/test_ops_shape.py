@@ -87,3 +87,23 @@ def test_swapaxes_and_flatten_aliases():
     assert registry.get("swapaxes") is registry.get("SwapAxis")
     assert registry.get("flatten") is registry.get("Flatten")
     assert registry.get("flip") is registry.get("reverse")
+
+
+def test_reshape_back_infers_one_unknown_input_dim():
+    """A known output shape fills in the one unknown (0) input dim, as MXNet's reverse inference."""
+    import mxref as mx
+    net = mx.sym.elemwise_add(mx.sym.var("data").reshape((-1, 0)), mx.sym.ones(shape=(10, 3)))
+    for held_out in ((2, 0, 5), (0, 3, 5), (2, 3, 0)):
+        ins, outs, _ = net.infer_shape(data=held_out)
+        assert ins == [(2, 3, 5)] and outs == [(10, 3)]
+
+
+def test_transpose_and_unknown_creation_dims_infer_backwards():
+    """sym.ones(shape=(-1, -1)) has unknown dims; transpose carries the known sum's shape back."""
+    import mxref as mx
+    for o2_shape in ((-1, -1), (3, -1)):
+        b = mx.sym.ones(shape=(2, 3)) + mx.sym.transpose(mx.sym.ones(shape=o2_shape))
+        assert b.bind(mx.cpu(), args={}).forward()[0].shape == (2, 3)
+    t = mx.sym.transpose(mx.sym.var("x"), axes=(1, 2, 0))
+    ins, outs, _ = mx.sym.elemwise_add(t, mx.sym.var("y")).infer_shape(x=(0, 4, 0), y=(4, 5, 6))
+    assert ins[0] == (6, 4, 5) and outs == [(4, 5, 6)]

@@ -3,7 +3,7 @@
 Math (``mask`` drawn from the 'random' resource, shared along ``axes``)::
 
     mask = [u >= p] / (1 - p),  u ~ U[0, 1)        out = x * mask        dx = g * mask
-    (p = 1: mask = 0, everything dropped)
+    (p = 1: mask = 0 * 1/0 = NaN, as MXNet's)
 
 At inference (``mode='training'`` and not ``is_train``) it is the identity with a mask of ones.
 Outputs are ``output, mask`` (the mask is hidden). Backward dependencies: ``_backward_Dropout``
@@ -40,9 +40,9 @@ def forward(octx, p, inputs, outputs, req):
             mshape[a] = 1
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.float64
         keep = octx.rng.random(tuple(mshape), dtype=dtype) >= p["p"]
-        # NOTE: p = 1 drops everything: a zero mask (MXNet's 0 * 1/(1-p) gives NaN there).
-        scale = 1.0 / (1.0 - p["p"]) if p["p"] < 1.0 else 0.0
-        mask[...] = keep * np.asarray(scale, dtype=x.dtype)
+        # NOTE: p = 1 keeps nothing and scales by 1/0: the mask is 0 * inf = NaN, as MXNet's
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mask[...] = keep * np.asarray(np.divide(1.0, 1.0 - p["p"]), dtype=x.dtype)
         assign(out, req[0], x * mask)
     else:
         mask[...] = 1

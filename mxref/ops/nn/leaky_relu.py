@@ -44,8 +44,19 @@ def _phi(x):
     return (0.5 * (1.0 + _erf(x / math.sqrt(2.0)))).astype(x.dtype)
 
 
+def _gamma_shape(gshape, xshape):
+    """Where gamma's dims sit against the data's (MXNet's ``expand_shape``): matched from the
+    right, but only onto data axes 0 and 1, so a (C,) gamma is per channel, (N, C) per sample and
+    channel; every other axis is 1."""
+    out, s = [1] * len(xshape), len(gshape) - 1
+    for i in range(len(xshape) - 1, -1, -1):
+        if s >= 0 and i <= 1 and gshape[s] in (xshape[i], 1):
+            out[i], s = gshape[s], s - 1
+    return tuple(out)
+
+
 def _gamma(x, gamma):
-    return gamma.reshape((1, -1) + (1,) * (x.ndim - 2)) if gamma.size > 1 else gamma.reshape(())
+    return gamma.reshape(_gamma_shape(gamma.shape, x.shape)) if gamma.size > 1 else gamma.reshape(())
 
 
 def forward(octx, p, inputs, outputs, req):
@@ -83,7 +94,8 @@ def backward(octx, p, inputs, outputs, req):
     elif t == "prelu":
         gamma = inputs[2]
         d = np.where(neg, _gamma(x, gamma), 1.0)
-        axes = tuple(i for i in range(x.ndim) if gamma.size == 1 or i != 1)
+        gs = _gamma_shape(gamma.shape, x.shape) if gamma.size > 1 else (1,) * x.ndim
+        axes = tuple(i for i in range(x.ndim) if gs[i] == 1)
         assign(outputs[1], req[1], (g * x * neg).sum(axis=axes).reshape(gamma.shape))
     else:
         d = np.where(neg, inputs[2], 1.0)

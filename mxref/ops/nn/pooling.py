@@ -1,4 +1,4 @@
-"""Pooling: max / avg / sum over 1-D, 2-D or 3-D windows; global pooling; 'valid' / 'full' sizes.
+"""Pooling: max / avg / sum over 1-D, 2-D or 3-D windows; global pooling; 'valid' / 'full' / 'same' sizes.
 
 Math, for window ``w(o)`` of output position ``o`` over the padded input::
 
@@ -7,7 +7,8 @@ Math, for window ``w(o)`` of output position ``o`` over the padded input::
     avg  out[o] = sum_{i in w(o)} x[i] / |w(o)|  (likewise divided)
 
 ``|w(o)|`` counts padding (``count_include_pad=True``, MXNet's default) but never positions past the
-padded input, which the ``'full'`` convention (output size rounded up) can reach. Max pooling pads
+padded input, which the ``'full'`` convention (output size rounded up) can reach, and ``'same'``
+(1-D, no pad: ``ceil(x / stride)`` outputs, MXNet's) too. Max pooling pads
 with -inf. Forward and backward are one vectorised numpy operation per kernel offset. Backward
 dependencies: ``_backward_Pooling`` takes ``(ograd, data, output)`` (as MXNet); ``global_pool``
 makes the kernel the whole spatial extent. Channel-last layouts (``NWC``, ``NHWC``, ``NDHWC``) run
@@ -57,8 +58,10 @@ def _channel_last(kernel):
 
 
 def _validate(p):
-    if p["pool_type"] == "lp" or p["pooling_convention"] == "same":
-        raise MXNetError("Pooling: pool_type 'lp' and pooling_convention 'same' are not supported")
+    if p["pool_type"] == "lp":
+        raise MXNetError("Pooling: pool_type 'lp' is not supported")
+    if p["pooling_convention"] == "same" and any(p["pad"]):
+        raise MXNetError(f"Pooling: the 'same' pooling convention disables the use of pad, got {p['pad']}")
     if p["layout"] not in (None, "None", "NCW", "NCHW", "NCDHW") + _CHANNEL_LAST:
         raise MXNetError(f"Pooling: layout {p['layout']!r} is not supported")
     if not p["global_pool"] and not 1 <= len(p["kernel"]) <= 3:
@@ -73,11 +76,21 @@ def geometry(p, dshape):
     k = p["kernel"]
     nd = len(k)
     s, pd = p["stride"] or (1,) * nd, p["pad"] or (0,) * nd
+    if p["pooling_convention"] == "same":
+        pd = (0,) * nd            # all zeros (checked): MXNet's own tests pass pad=(0, 0, 0) in 1-D
     if len(dshape) != 2 + nd or len(s) != nd or len(pd) != nd:
         raise MXNetError(f"Pooling: data shape {tuple(dshape)}, kernel {k}, stride {s} and pad {pd} "
                          "must agree in the number of spatial dimensions")
     full = p["pooling_convention"] == "full"
-    out = tuple(out_size("Pooling", x, kk, ss, pp, 1, full) for x, kk, ss, pp in zip(dshape[2:], k, s, pd))
+    if p["pooling_convention"] == "same":
+        # MXNet: 1-D only, out = ceil(x / stride); the last windows stop at the input's end
+        if nd != 1:
+            raise MXNetError(f"Pooling: the 'same' convention supports 1-D pooling only (data of shape "
+                             f"(batch, channel, x)), got data shape {tuple(dshape)}")
+        out = tuple(-(-x // ss) for x, ss in zip(dshape[2:], s))
+    else:
+        out = tuple(out_size("Pooling", x, kk, ss, pp, 1, full)
+                    for x, kk, ss, pp in zip(dshape[2:], k, s, pd))
     extra = tuple(max(0, (o - 1) * ss + kk - (x + 2 * pp))
                   for o, ss, kk, x, pp in zip(out, s, k, dshape[2:], pd))
     return k, s, pd, out, extra

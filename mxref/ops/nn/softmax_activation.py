@@ -58,7 +58,8 @@ def gradient(node, ograds):
     return [entry(backward_node(node, "_backward_SoftmaxActivation", [ograds[0], entry(node)]))]
 
 
-register(OpDef("SoftmaxActivation", forward, params=PARAMS, infer_shape=infer_shape, gradient=gradient,
-               inplace=[(0, 0)], doc=__doc__))
+SOFTMAX_ACTIVATION = register(OpDef("SoftmaxActivation", forward, params=PARAMS, infer_shape=infer_shape,
+                                    gradient=gradient, inplace=[(0, 0)], doc=__doc__))
+SOFTMAX_ACTIVATION.monitor_input_names = False    # no FListInputNames in MXNet: "input0" (Activation's note)
 register(OpDef("_backward_SoftmaxActivation", backward, arguments=["ograd", "output"], params=PARAMS,
                infer_shape=elemwise_shape, infer_type=elemwise_type, inplace=[(0, 0)]))

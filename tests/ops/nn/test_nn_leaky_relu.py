@@ -42,6 +42,18 @@ def test_prelu(rng, dtype):
     check_gradient("LeakyReLU", [x.astype(np.float64), gamma.astype(np.float64)], act_type="prelu")
 
 
+def test_prelu_gamma_per_sample_and_channel(rng):
+    """A (N, C) gamma sits on data axes 0 and 1 (MXNet's expand_shape), for 2-d and 4-d data."""
+    gamma = rng.uniform(0.1, 0.9, (3, 4))
+    for shape in ((3, 4), (3, 4, 2, 5)):
+        x = rng.standard_normal(shape)
+        x[np.abs(x) < 1e-2] = 0.3
+        g = gamma.reshape(gamma.shape + (1,) * (x.ndim - 2))
+        (y,) = forward("LeakyReLU", [x, gamma], act_type="prelu")
+        np.testing.assert_allclose(y, np.where(x > 0, x, g * x), rtol=1e-12)
+        check_gradient("LeakyReLU", [x, gamma], act_type="prelu")
+
+
 def test_rrelu_random_in_training_mean_slope_at_inference(rng):
     """rrelu draws slopes in [lower, upper] in training and uses their mean otherwise."""
     x = -np.ones((100, 10))

@@ -77,3 +77,18 @@ def test_channel_last_layouts_equal_channel_first(layout, shape, pool_type):
         dx = grads("Pooling", [x], [og], pool_type=pool_type, layout=layout, **kw)[0]
         dx_first = grads("Pooling", [first], [np.moveaxis(og, -1, 1)], pool_type=pool_type, **kw)[0]
         np.testing.assert_allclose(dx, np.moveaxis(dx_first, 1, -1), rtol=1e-12)
+def test_same_convention_1d():
+    """'same': ceil(x / stride) outputs, the last windows stopping at the input's end; 1-D and no
+    pad only (MXNet's rules; a zero pad of any length is accepted)."""
+    x = np.arange(10, dtype=np.float64).reshape(1, 1, 10)
+    (y,) = forward("Pooling", [x], kernel=(3,), stride=(2,), pooling_convention="same")
+    np.testing.assert_array_equal(y, [[[2, 4, 6, 8, 9]]])
+    (a,) = forward("Pooling", [x], kernel=(3,), stride=(2,), pad=(0, 0, 0), pool_type="avg",
+                   pooling_convention="same")
+    np.testing.assert_allclose(a, [[[1, 3, 5, 7, 8.5]]])
+    check_gradient("Pooling", [x + np.random.default_rng(0).uniform(0, 0.1, x.shape)], kernel=(3,),
+                   stride=(2,), pooling_convention="same")
+    with pytest.raises(MXNetError, match="disables the use of pad"):
+        registry.get("Pooling").parse_params({"kernel": (2,), "pad": (2,), "pooling_convention": "same"})
+    with pytest.raises(MXNetError, match="1-D"):
+        forward("Pooling", [np.ones((1, 1, 4, 4))], kernel=(2, 2), pooling_convention="same")

@@ -40,7 +40,18 @@ def test_gradient(rng, op, kw):
     check_gradient(op, [rng.standard_normal((3, 4))], **kw)
 
 
-def test_use_length_is_rejected():
-    """use_length is not supported and says so."""
-    with pytest.raises(MXNetError, match="use_length"):
-        registry.get("softmax").parse_params({"use_length": True})
+def test_use_length_masks_the_tail_of_each_row(rng):
+    """softmax over the first length[i, j] entries along axis 1; the rest give 0 and no gradient."""
+    x = rng.standard_normal((2, 4, 3))
+    length = np.array([[1, 2, 4], [3, 4, 2]], np.int32)
+    (y,) = forward("softmax", [x, length], axis=1, use_length=True)
+    want = np.zeros_like(x)
+    for i in range(2):
+        for j in range(3):
+            n = length[i, j]
+            want[i, :n, j] = _ref(x[i, :n, j], 0)
+    np.testing.assert_allclose(y, want, rtol=1e-12)
+    check_gradient("softmax", [x, length], wrt=[0], axis=1, use_length=True)
+    for name in ("log_softmax", "softmin"):
+        with pytest.raises(MXNetError, match="use_length"):
+            registry.get(name).parse_params({"use_length": True})
