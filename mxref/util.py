@@ -6,9 +6,9 @@ a scalar, ``0`` a zero-size dimension, ``-1`` unknown) and NumPy *array* semanti
 The shape switch works where legacy code meets it (shape inference's markers, the JSON flag,
 the array file format; ``set_np_shape``) and in ``mx.nd``: off (legacy), ``mx.nd.zeros/ones`` of a
 shape ``()`` or with a ``0`` raise ``MXNetError`` (an unknown shape), as in MXNet; on, they make
-real scalars and zero-size arrays that ``mx.nd`` operators run on. There is no ``mx.np`` array type, so NumPy *array*
-semantics stays off: the query answers ``False``, scopes that keep it off work, and anything that
-would turn it on raises ``MXNetError`` instead of running with the wrong semantics.
+real scalars and zero-size arrays that ``mx.nd`` operators run on. There is no ``mx.np`` array
+type, so NumPy *array* semantics stays off: the query answers ``False``, scopes that keep it off
+work, and anything that would turn it on raises ``MXNetError`` instead of running with the wrong semantics.
 """
 from __future__ import annotations
 

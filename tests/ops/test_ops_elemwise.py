@@ -117,9 +117,11 @@ def test_symbol_arithmetic_aliases_are_registered():
 
 
 def test_unknown_argument_names_op_and_argument():
-    """Passing a parameter an op does not have is an MXNetError naming both."""
-    with pytest.raises(MXNetError, match="exp.*'axis'"):
-        run_op("exp", X, axis=1)
+    """Passing a parameter an op with parameters does not have is an MXNetError naming both; an op
+    without parameters ignores extra keywords, as MXNet's do."""
+    with pytest.raises(MXNetError, match="Activation.*'axis'"):
+        run_op("Activation", X, act_type="relu", axis=1)
+    np.testing.assert_array_equal(run_op("exp", X, axis=1), run_op("exp", X))
 
 
 def test_float32_exp_is_correctly_rounded():
