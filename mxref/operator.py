@@ -441,7 +441,7 @@ def Custom(*data: NDArray, op_type: str = None, out=None, name: str = None, **kw
 # The generated mx.nd function cannot know a Custom call's inputs before op_type is parsed.
 _nd.Custom = _nd.op.Custom = Custom
 
-# MXNet's deprecated numpy operators, run as custom operators (mxref/contrib/numpy_op.py).
-from .contrib.numpy_op import NumpyOp, PythonOp  # noqa: E402, F401
+# MXNet's deprecated numpy operators, run as custom operators (mxref/operator_numpy.py).
+from .operator_numpy import NumpyOp, PythonOp  # noqa: E402, F401
 
 __all__ += ["NumpyOp", "PythonOp"]

@@ -31,7 +31,7 @@ LAYERS: Dict[str, int] = {
     "ndarray": 4, "passes": 4, "random": 4,
     # 5: the two front ends' cores: Symbol, autograd, custom operators
     "symbol": 5, "autograd": 5, "autograd_plain": 5, "autograd_function": 5, "autograd_plan": 5,
-    "operator": 5,
+    "operator": 5, "operator_numpy": 5,
     # 6: running graphs, and the training pieces that only need arrays
     "executor": 6, "executor_plan": 6, "cached_op": 6, "initializer": 6, "optimizer": 6,
     "lr_scheduler": 6, "metric": 6, "io": 6, "image": 6, "data": 6, "visualization": 6, "test_utils": 6,

@@ -15,9 +15,9 @@ from typing import List
 
 import numpy as np
 
-from .. import ndarray as _nd
-from .. import operator as _operator
-from .. import symbol as _sym
+from . import ndarray as _nd
+from . import operator as _operator
+from . import symbol as _sym
 
 __all__ = ["PythonOp", "NumpyOp"]
 
