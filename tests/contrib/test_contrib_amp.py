@@ -120,8 +120,9 @@ def test_init_wraps_ndarray_and_symbol_functions(amp_on):
     assert mx.nd.elemwise_add(o, o).dtype == np.float16
     assert mx.nd.Activation(o, act_type="softrelu").dtype == np.float32     # conditional
     assert mx.nd.Activation(o, act_type="relu").dtype == np.float16
-    y = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=3, name="fc")
-    w = mx.sym.elemwise_add(mx.sym.exp(y, name="e"), y, name="add")
+    with mx.name.NameManager():       # the cast nodes' names count from 0 whatever ran before
+        y = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=3, name="fc")
+        w = mx.sym.elemwise_add(mx.sym.exp(y, name="e"), y, name="add")
     assert w.get_internals().list_outputs()[:8] == [
         "x", "amp_cast0_output", "fc_weight", "amp_cast1_output", "fc_bias", "amp_cast2_output",
         "fc_output", "amp_cast3_output"]
