@@ -45,5 +45,5 @@ def test_mx_real_t_is_float32():
 
 def test_mxnet_error_is_a_runtime_error_as_in_mxnet():
     assert issubclass(MXNetError, RuntimeError)
-    with pytest.raises(RuntimeError):
-        mx.nd.zeros((2,)).reshape((3,))
+    with pytest.raises(RuntimeError):                   # an operator's error
+        mx.nd.Reshape(mx.nd.zeros((2,)), shape=(3,))
