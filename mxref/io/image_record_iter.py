@@ -41,7 +41,7 @@ from .. import ndarray as nd
 from .. import recordio
 from ..base import MXNetError
 from ..image.image import _decode, _pick_interp
-from ..image.resize import resize as _resize
+from ..ops.image.resample import resize as _resize
 from .base import DataBatch, DataDesc, DataIter
 
 __all__ = ["ImageRecordIter"]

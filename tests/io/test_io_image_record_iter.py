@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from mxref.image.resize import resize
+from mxref.ops.image.resample import resize
 from PIL import Image
 
 import mxref as mx
