@@ -1,0 +1,67 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""ImageRecordIter's per-image loop in C: separable resize (given its weight rows), crop, mirror
+and normalisation in one pass (twin: ``mxref/ops/image/resample.py``'s ``resize`` then the
+iterator's numpy crop, flip and ``(pixel - mean) * scale / std``)."""
+from libc.math cimport nearbyint
+from libc.stdlib cimport free, malloc
+
+
+cdef inline void _taps(const double[:, ::1] wt, Py_ssize_t i, Py_ssize_t* lo, Py_ssize_t* hi) noexcept nogil:
+    """``[lo, hi)``: the span of row ``i``'s non-zero weights (a filter reads a few neighbours)."""
+    cdef Py_ssize_t n = wt.shape[1], a = 0, b = n
+    while a < n and wt[i, a] == 0:
+        a += 1
+    while b > a and wt[i, b - 1] == 0:
+        b -= 1
+    lo[0] = a
+    hi[0] = b
+
+
+def resize_crop_normalize(const unsigned char[:, :, ::1] img, const double[:, ::1] wy,
+                          const double[:, ::1] wx, const float[::1] mean, const float[::1] mult,
+                          float[:, :, ::1] out):
+    """``out[c, i, j] = (float(u8(sum_k sum_l wy[i, k] * img[k, l, c] * wx[j, l])) - mean[c]) * mult[c]``.
+
+    ``wy`` (h x H) and ``wx`` (w x W) are the resize's weight rows of the crop's output rows and
+    columns (the columns reversed for a mirror); rows are filtered first, in double precision,
+    then columns, then rounded half to even and saturated to 0..255, as the twin does.
+    """
+    cdef Py_ssize_t H = img.shape[0], W = img.shape[1], C = img.shape[2]
+    cdef Py_ssize_t h = wy.shape[0], w = wx.shape[0]
+    cdef Py_ssize_t i, j, k, l, c, lo, hi
+    cdef double acc, v
+    cdef double* rows
+    cdef Py_ssize_t* spans
+    cdef const unsigned char* src
+    cdef float u
+    with nogil:
+        rows = <double*> malloc(max(W * C, 1) * sizeof(double))
+        spans = <Py_ssize_t*> malloc(max(2 * w, 1) * sizeof(Py_ssize_t))
+        if rows == NULL or spans == NULL:
+            free(rows)
+            free(spans)
+            with gil:
+                raise MemoryError("ImageRecordIter: no memory for a resize row")
+        for j in range(w):          # the column taps, found once for every row
+            _taps(wx, j, &spans[2 * j], &spans[2 * j + 1])
+        for i in range(h):
+            # the output row's source row: sum over the taps of wy[i]
+            _taps(wy, i, &lo, &hi)
+            for l in range(W * C):
+                rows[l] = 0
+            for k in range(lo, hi):
+                v = wy[i, k]
+                src = &img[k, 0, 0]
+                for l in range(W * C):
+                    rows[l] += v * src[l]
+            for j in range(w):
+                lo, hi = spans[2 * j], spans[2 * j + 1]
+                for c in range(C):
+                    acc = 0
+                    for l in range(lo, hi):
+                        acc += wx[j, l] * rows[l * C + c]
+                    acc = nearbyint(acc)
+                    u = <float> (0.0 if acc < 0 else (255.0 if acc > 255 else acc))
+                    out[c, i, j] = (u - mean[c]) * mult[c]
+        free(rows)
+        free(spans)
