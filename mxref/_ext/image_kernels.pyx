@@ -2,7 +2,6 @@
 """ImageRecordIter's per-image loop in C: separable resize (given its weight rows), crop, mirror
 and normalisation in one pass (twin: ``mxref/ops/image/resample.py``'s ``resize`` then the
 iterator's numpy crop, flip and ``(pixel - mean) * scale / std``)."""
-from libc.math cimport nearbyint
 from libc.stdlib cimport free, malloc
 
 
@@ -18,18 +17,20 @@ cdef inline void _taps(const double[:, ::1] wt, Py_ssize_t i, Py_ssize_t* lo, Py
 
 
 def resize_crop_normalize(const unsigned char[:, :, ::1] img, const double[:, ::1] wy,
-                          const double[:, ::1] wx, const float[::1] mean, const float[::1] mult,
-                          float[:, :, ::1] out):
-    """``out[c, i, j] = (float(u8(sum_k sum_l wy[i, k] * img[k, l, c] * wx[j, l])) - mean[c]) * mult[c]``.
+                          const double[:, ::1] wx, int y0, int x0, int mirror,
+                          const float[::1] mean, const float[::1] mult, float[:, :, ::1] out):
+    """``out[c, i, j] = (float(u8(sum_k sum_l wy[y0 + i, k] * img[k, l, c] * wx[col(j), l])) - mean[c]) * mult[c]``
+    with ``col(j) = x0 + j``, or ``x0 + w - 1 - j`` when ``mirror``.
 
-    ``wy`` (h x H) and ``wx`` (w x W) are the resize's weight rows of the crop's output rows and
-    columns (the columns reversed for a mirror); rows are filtered first, in double precision,
-    then columns, then rounded half to even and saturated to 0..255, as the twin does.
+    ``wy`` (resized height x H) and ``wx`` (resized width x W) are the resize's weight rows; only
+    the crop's rows and columns are computed. Rows are filtered first, in double precision, then
+    columns, then rounded half to even and saturated to 0..255, as the twin does.
     """
     cdef Py_ssize_t H = img.shape[0], W = img.shape[1], C = img.shape[2]
-    cdef Py_ssize_t h = wy.shape[0], w = wx.shape[0]
+    cdef Py_ssize_t h = out.shape[1], w = out.shape[2], col
     cdef Py_ssize_t i, j, k, l, c, lo, hi
-    cdef double acc, v
+    cdef double acc, v, frac
+    cdef int q
     cdef double* rows
     cdef Py_ssize_t* spans
     cdef const unsigned char* src
@@ -43,25 +44,36 @@ def resize_crop_normalize(const unsigned char[:, :, ::1] img, const double[:, ::
             with gil:
                 raise MemoryError("ImageRecordIter: no memory for a resize row")
         for j in range(w):          # the column taps, found once for every row
-            _taps(wx, j, &spans[2 * j], &spans[2 * j + 1])
+            col = x0 + (w - 1 - j if mirror else j)
+            _taps(wx, col, &spans[2 * j], &spans[2 * j + 1])
         for i in range(h):
             # the output row's source row: sum over the taps of wy[i]
-            _taps(wy, i, &lo, &hi)
+            _taps(wy, y0 + i, &lo, &hi)
             for l in range(W * C):
                 rows[l] = 0
             for k in range(lo, hi):
-                v = wy[i, k]
+                v = wy[y0 + i, k]
                 src = &img[k, 0, 0]
                 for l in range(W * C):
                     rows[l] += v * src[l]
             for j in range(w):
                 lo, hi = spans[2 * j], spans[2 * j + 1]
+                col = x0 + (w - 1 - j if mirror else j)
                 for c in range(C):
                     acc = 0
                     for l in range(lo, hi):
-                        acc += wx[j, l] * rows[l * C + c]
-                    acc = nearbyint(acc)
-                    u = <float> (0.0 if acc < 0 else (255.0 if acc > 255 else acc))
+                        acc += wx[col, l] * rows[l * C + c]
+                    # round half to even (np.rint) and saturate, without a libm call per pixel
+                    if acc <= 0:
+                        q = 0
+                    elif acc >= 255:
+                        q = 255
+                    else:
+                        q = <int> acc
+                        frac = acc - q
+                        if frac > 0.5 or (frac == 0.5 and q & 1):
+                            q += 1
+                    u = <float> q
                     out[c, i, j] = (u - mean[c]) * mult[c]
         free(rows)
         free(spans)

@@ -77,7 +77,9 @@ def decode(payload: bytes, channels: int) -> np.ndarray:
 @functools.lru_cache(maxsize=64)
 def _identity(n: int) -> np.ndarray:
     """The weights of "no resize" (each output pixel reads one source pixel, times 1.0)."""
-    return np.eye(n)
+    eye = np.eye(n)
+    eye.flags.writeable = False
+    return eye
 
 
 def crop_into(img: np.ndarray, size: Tuple[int, int], interp: Optional[int], y: int, x: int,
@@ -85,9 +87,6 @@ def crop_into(img: np.ndarray, size: Tuple[int, int], interp: Optional[int], y: 
     """Resize ``img`` to ``size`` (``(h, w)``; ``interp`` None: no resize), take the ``out``-sized
     crop at ``(y, x)``, mirror it, normalise it into ``out`` (CxHxW float32)."""
     (nh, nw), (ih, iw) = size, img.shape[:2]
-    h, w = out.shape[1:]
-    wy = (_weights(interp, nh, ih) if interp is not None else _identity(ih))[y:y + h]
-    wx = (_weights(interp, nw, iw) if interp is not None else _identity(iw))[x:x + w]
-    if mirror:
-        wx = wx[::-1]
-    C.resize_crop_normalize(img, np.ascontiguousarray(wy), np.ascontiguousarray(wx), mean, mult, out)
+    wy = _weights(interp, nh, ih) if interp is not None else _identity(ih)
+    wx = _weights(interp, nw, iw) if interp is not None else _identity(iw)
+    C.resize_crop_normalize(img, wy, wx, y, x, int(mirror), mean, mult, out)
