@@ -238,7 +238,11 @@ class ImageRecordIter(DataIter):
         def run(i):
             return [self._fill(raws[k][0], self._rng(raws[k][2], raws[k][1]), data[k])
                     for k in range(bounds[i], bounds[i + 1])]
-        labels = [lab for part in self._pool.map(run, range(runs)) for lab in part]
+        # the producing thread takes the first run itself: one thread fewer to wake per batch
+        others = [self._pool.submit(run, i) for i in range(1, runs)]
+        labels = run(0)
+        for f in others:
+            labels += f.result()
         return data, labels
 
     # -- batches -------------------------------------------------------------------------------------
