@@ -16,7 +16,8 @@ columns from ``data`` rather than keeping them (MXNet does the same, in its work
 Kernels: ``forward``/``backward`` with numpy's im2col/col2im are the reference; the 'cpu' fast
 kernels (registered at the end) are the same functions given the C loops of ``im2col.C``, except
 for depthwise filters (``C / num_group == 1``, MobileNet's), which C loops apply directly, and
-the forward of 1x1 filters, one GEMM per sample with no columns. No
+the forward of 1x1 filters, one GEMM per sample with no columns, and the forward of large
+outputs (>= 16 positions), columns and GEMM per sample straight into the output. No
 second derivative (``_backward_Convolution`` has no gradient).
 """
 from __future__ import annotations
@@ -181,12 +182,14 @@ def _c_takes_backward(p, inputs, outputs, req) -> bool:
 
 def _c_forward(octx, p, inputs, outputs, req):
     """Depthwise filters (one input channel per group) in C loops, 1x1 filters as one GEMM per
-    sample, else im2col in C + GEMM."""
+    sample, large outputs as im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
     geom = geometry("Convolution", p)
     if im2col.depthwise(p, inputs[0]):
         im2col.c_depthwise(p, inputs, outputs, req, geom)
     elif im2col.pointwise(p, *geom[:2], geom[3]):
         im2col.pointwise_forward(p, inputs, outputs, req)
+    elif im2col.per_sample(p, inputs[0], outputs[0].shape[2:]):
+        im2col.per_sample_forward(p, inputs, outputs, req, geom)
     else:
         forward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns)
 

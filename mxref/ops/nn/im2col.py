@@ -245,3 +245,40 @@ def pointwise_forward(p, inputs, outputs, req) -> None:
     parallel_for(n, run, work_per_item=w2.size * x3.shape[2])
     if not direct:
         assign(out, req[0], res)
+
+
+# A sample's output smaller than this (positions) goes to the whole-batch GEMM instead: per-sample
+# GEMMs of a few columns would run at matrix-vector speed.
+MIN_PER_SAMPLE_POSITIONS = 16
+
+
+def per_sample(p: dict, x: np.ndarray, out_shape) -> bool:
+    """Whether ``per_sample_forward`` takes a one-group Convolution with large outputs."""
+    return p["num_group"] == 1 and int(np.prod(out_shape)) >= MIN_PER_SAMPLE_POSITIONS
+
+
+def per_sample_forward(p, inputs, outputs, req, geom) -> None:
+    """Convolution's forward as MXNet's CPU code does it: per sample, ``im2col_2d`` into a
+    ``(C*K, O)`` buffer that stays in cache, then one GEMM straight into ``out[n]`` (no
+    ``(F, N, O)`` result to transpose); a range of samples per operator thread."""
+    k, s, d, pd = geom
+    x, w, out, nd = inputs[0], inputs[1], outputs[0], len(k)
+    kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geometry_2d(k, s, d, pd, out.shape[2:])
+    n, f = out.shape[:2]
+    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
+    w2 = w.reshape(f, -1)
+    direct = req[0] == "write" and out.flags.c_contiguous
+    res = out if direct else np.empty(out.shape, dtype=x.dtype)
+    r3 = res.reshape(n, f, -1)
+    bias = None if p["no_bias"] else inputs[2].reshape(f, 1)
+
+    def run(lo, hi):
+        cols = np.empty((w2.shape[1], oh * ow), dtype=x.dtype)
+        for i in range(lo, hi):
+            C.im2col_2d(x4[i:i + 1], cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, 0, 1)
+            np.matmul(w2, cols, out=r3[i])
+            if bias is not None:
+                r3[i] += bias
+    parallel_for(n, run, work_per_item=w2.size * oh * ow)
+    if not direct:
+        assign(out, req[0], res)

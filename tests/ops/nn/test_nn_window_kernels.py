@@ -205,3 +205,19 @@ def test_pointwise_convolution_c_equals_numpy(rng, bias, dtype):
         p = dict(kernel=k, num_filter=7, no_bias=not bias)
         check_kernels("Convolution", ins, p)
         check_kernels("Convolution", ins, p, req="add")
+
+
+@needs_ext
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_per_sample_convolution_c_equals_numpy(rng, dtype):
+    """Outputs of >= 16 positions: im2col + GEMM per sample, every req, 1-D and 2-D, bias or not."""
+    for xs, k, pad, stride in (((3, 4, 20, 18), (3, 3), (1, 1), (1, 1)), ((2, 3, 600), (5,), (2,), (2,))):
+        x = rng.standard_normal(xs).astype(dtype)
+        for bias in (False, True):
+            w = rng.standard_normal((5, xs[1]) + k).astype(dtype)
+            ins = [x, w] + ([rng.standard_normal(5).astype(dtype)] if bias else [])
+            p = dict(kernel=k, num_filter=5, pad=pad, stride=stride, no_bias=not bias)
+            out_shape = conv.infer_shape(params(conv, **p), [a.shape for a in ins])[1][0]
+            assert im2col.per_sample(params(conv, **p), x, out_shape[2:])
+            check_kernels("Convolution", ins, p)
+            check_kernels("Convolution", ins, p, req="add")
