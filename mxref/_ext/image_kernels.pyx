@@ -16,6 +16,22 @@ cdef inline void _taps(const double[:, ::1] wt, Py_ssize_t i, Py_ssize_t* lo, Py
     hi[0] = b
 
 
+cdef inline float _to_u8(double acc) noexcept nogil:
+    """``acc`` rounded half to even (``np.rint``) and saturated to 0..255, as a float; no libm
+    call per pixel."""
+    cdef int q
+    cdef double frac
+    if acc <= 0:
+        return 0
+    if acc >= 255:
+        return 255
+    q = <int> acc
+    frac = acc - q
+    if frac > 0.5 or (frac == 0.5 and q & 1):
+        q += 1
+    return <float> q
+
+
 def resize_crop_normalize(const unsigned char[:, :, ::1] img, const double[:, ::1] wy,
                           const double[:, ::1] wx, int y0, int x0, int mirror,
                           const float[::1] mean, const float[::1] mult, float[:, :, ::1] out):
@@ -29,12 +45,10 @@ def resize_crop_normalize(const unsigned char[:, :, ::1] img, const double[:, ::
     cdef Py_ssize_t H = img.shape[0], W = img.shape[1], C = img.shape[2]
     cdef Py_ssize_t h = out.shape[1], w = out.shape[2], col
     cdef Py_ssize_t i, j, k, l, c, lo, hi
-    cdef double acc, v, frac
-    cdef int q
+    cdef double acc, v, a0, a1, a2
     cdef double* rows
     cdef Py_ssize_t* spans
     cdef const unsigned char* src
-    cdef float u
     with nogil:
         rows = <double*> malloc(max(W * C, 1) * sizeof(double))
         spans = <Py_ssize_t*> malloc(max(2 * w, 1) * sizeof(Py_ssize_t))
@@ -59,21 +73,21 @@ def resize_crop_normalize(const unsigned char[:, :, ::1] img, const double[:, ::
             for j in range(w):
                 lo, hi = spans[2 * j], spans[2 * j + 1]
                 col = x0 + (w - 1 - j if mirror else j)
+                if C == 3:      # the three channels in one sweep of the taps (same order per channel)
+                    a0 = a1 = a2 = 0
+                    for l in range(lo, hi):
+                        v = wx[col, l]
+                        a0 += v * rows[3 * l]
+                        a1 += v * rows[3 * l + 1]
+                        a2 += v * rows[3 * l + 2]
+                    out[0, i, j] = (_to_u8(a0) - mean[0]) * mult[0]
+                    out[1, i, j] = (_to_u8(a1) - mean[1]) * mult[1]
+                    out[2, i, j] = (_to_u8(a2) - mean[2]) * mult[2]
+                    continue
                 for c in range(C):
                     acc = 0
                     for l in range(lo, hi):
                         acc += wx[col, l] * rows[l * C + c]
-                    # round half to even (np.rint) and saturate, without a libm call per pixel
-                    if acc <= 0:
-                        q = 0
-                    elif acc >= 255:
-                        q = 255
-                    else:
-                        q = <int> acc
-                        frac = acc - q
-                        if frac > 0.5 or (frac == 0.5 and q & 1):
-                            q += 1
-                    u = <float> q
-                    out[c, i, j] = (u - mean[c]) * mult[c]
+                    out[c, i, j] = (_to_u8(acc) - mean[c]) * mult[c]
         free(rows)
         free(spans)
