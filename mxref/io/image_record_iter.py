@@ -19,9 +19,11 @@ their default, rather than being ignored.
 
 Randomness: each record's crop and flip come from a generator seeded by ``(seed, epoch, record
 position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from MXNet's
-(which draws from per-thread generators), not its distribution. Decoding runs in a thread pool of
-``preprocess_threads`` (Pillow's decoder and numpy's BLAS products release the GIL, though on small
-images most of the time still holds it: see docs/benchmarks.md); a background thread keeps up to
+(which draws from per-thread generators), not its distribution. Decoding runs on
+``preprocess_threads`` threads (the producing thread and a pool), each taking a contiguous run of
+the batch's records; with the Cython extension each record goes through ``image_record_fast``
+(libjpeg through Pillow, one C loop for resize + crop + mirror + normalize, the same bits), in
+pure mode through ``_augment`` and the batch-wide ``_normalize``; a background thread keeps up to
 ``prefetch_buffer`` batches ready. Without ``path_imgidx`` the records are read into memory once.
 ``round_batch=True`` fills the last batch from the start of the data and reports ``pad``; as in
 MXNet, the next epoch then starts after the records so borrowed. ``round_batch=False`` zero-fills
