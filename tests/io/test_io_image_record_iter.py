@@ -4,10 +4,10 @@ import os
 
 import numpy as np
 import pytest
-from mxref.ops.image.resample import resize
 from PIL import Image
 
 import mxref as mx
+from mxref.ops.image.resample import resize
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "image", "im2rec")
 REC, IDX = os.path.join(FIX, "mxnet.rec"), os.path.join(FIX, "mxnet.idx")
@@ -148,7 +148,8 @@ class _nothing:
 
 
 @pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
-@pytest.mark.parametrize("kw", [dict(resize=8), dict(resize=11, inter_method=2, rand_crop=True, rand_mirror=True),
+@pytest.mark.parametrize("kw", [dict(resize=8),
+                                dict(resize=11, inter_method=2, rand_crop=True, rand_mirror=True),
                                 dict(inter_method=0, mirror=True), dict(resize=9, inter_method=3),
                                 dict(resize=8, inter_method=4, shape=(1, 6, 7)),
                                 dict(resize=4, rand_crop=True),         # too small: scaled up again
