@@ -3,11 +3,13 @@
 500 JPEG images 64x64 (random smooth content, quality 90) are packed once into a ``.rec``/``.idx``;
 each system then iterates full epochs with batch 32, ``resize=60``, ``rand_crop``, ``rand_mirror``,
 mean/std normalization, ``data_shape=(3, 56, 56)`` and ``preprocess_threads=N``. Reported: the
-median images/s over the rounds (one epoch each, after a warm-up epoch), and mxref / MXNet.
+median images/s over all timed epochs (``--epochs`` per run, after a warm-up epoch) of
+``--runs`` runs per system, each run its own subprocess, the systems taking turns (the load of a
+shared machine drifts), and mxref / MXNet.
 
-    python benchmarks/bench_image_record_iter.py [--threads 2] [--rounds 5] [--mxnet /path/python]
+    python benchmarks/bench_image_record_iter.py [--threads 2] [--epochs 5] [--runs 3] [--mxnet /path/python]
 
-The MXNet side runs this same file under the other interpreter with ``--side mxnet``.
+Each run executes this same file under its system's interpreter with ``--worker mxref|mxnet``.
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import io
 import json
 import os
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
+
+from bench_common import import_system, interleaved_runs
 
 KW = dict(data_shape=(3, 56, 56), batch_size=32, resize=60, rand_crop=True, rand_mirror=True,
           mean_r=123.0, mean_g=117.0, mean_b=104.0, std_r=58.0, std_g=57.0, std_b=57.0)
@@ -29,7 +33,7 @@ def pack(folder, n=500):
     import numpy as np
     from PIL import Image
 
-    import mxref as mx
+    mx = import_system("mxref")
     rs = np.random.RandomState(0)
     rec = mx.recordio.MXIndexedRecordIO(os.path.join(folder, "b.idx"), os.path.join(folder, "b.rec"), "w")
     yy, xx = np.mgrid[0:64, 0:64]
@@ -45,10 +49,7 @@ def pack(folder, n=500):
 
 def measure(side, folder, threads, rounds):
     """Images/s of each round (one full epoch) with ``side``'s ImageRecordIter."""
-    if side == "mxnet":
-        import mxnet as mx
-    else:
-        import mxref as mx
+    mx = import_system(side)        # mxref from this checkout, not whichever one is installed
     it = mx.io.ImageRecordIter(path_imgrec=os.path.join(folder, "b.rec"),
                                path_imgidx=os.path.join(folder, "b.idx"), preprocess_threads=threads, **KW)
     rates = []
@@ -66,27 +67,30 @@ def measure(side, folder, threads, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--epochs", "--rounds", type=int, default=5, help="timed epochs per run")
+    ap.add_argument("--runs", type=int, default=3, help="runs per system, taking turns")
     ap.add_argument("--mxnet", default="/work/ref/mxvenv/bin/python", help="the MXNet 1.9.1 interpreter")
-    ap.add_argument("--side", choices=["mxref", "mxnet"], default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", "--side", choices=["mxref", "mxnet"], default=None, help=argparse.SUPPRESS)
     ap.add_argument("--folder", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.side:
-        print(json.dumps(measure(a.side, a.folder, a.threads, a.rounds)))
+    if a.worker:
+        print(json.dumps(measure(a.worker, a.folder, a.threads, a.epochs)))
         return
+    systems = [("mxref", sys.executable)] + ([("mxnet", a.mxnet)] if os.path.exists(a.mxnet) else [])
     with tempfile.TemporaryDirectory() as folder:
         pack(folder)
-        ours = statistics.median(measure("mxref", folder, a.threads, a.rounds))
-        print(f"mxref        {ours:10,.0f} images/s  (threads={a.threads}, median of {a.rounds} epochs)")
-        if not os.path.exists(a.mxnet):
-            print("MXNet interpreter not found: no ratio")
-            return
-        out = subprocess.run([a.mxnet, os.path.abspath(__file__), "--side", "mxnet", "--folder", folder,
-                              "--threads", str(a.threads), "--rounds", str(a.rounds)],
-                             capture_output=True, text=True, check=True).stdout
-        theirs = statistics.median(json.loads(out.strip().splitlines()[-1]))
-        print(f"MXNet 1.9.1  {theirs:10,.0f} images/s")
-        print(f"mxref / MXNet: {ours / theirs:.2f}x (target >= 0.8x)")
+        runs = interleaved_runs(__file__, systems, ["--folder", folder, "--threads", str(a.threads),
+                                                    "--epochs", str(a.epochs)], a.runs)
+    med = {s: statistics.median([r for run in rs for r in run]) for s, rs in runs.items()}
+    print(f"threads={a.threads}, median of {a.epochs} epochs x {a.runs} runs, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for s, _ in systems:
+        if s in med:
+            print(f"{'mxref' if s == 'mxref' else 'MXNet 1.9.1':12} {med[s]:10,.0f} images/s")
+    if "mxnet" not in med:
+        print("MXNet interpreter not found: no ratio")
+        return
+    print(f"mxref / MXNet: {med['mxref'] / med['mxnet']:.2f}x (target >= 0.8x)")
 
 
 if __name__ == "__main__":

@@ -185,3 +185,118 @@ def max_pool_2d_backward(const floating[:, :, :, ::1] og, const floating[:, :, :
                         for ox in range(x1, ow):
                             taken[ox] |= out[ox] == -INFINITY
         free(taken)
+
+
+# --- depthwise convolution: one input channel per group (MobileNet's 3x3 filters) ---------------
+# im2col + one GEMM per group would make ``C`` GEMMs of one row each: these loops filter each
+# plane directly. They work on the output channels ``f0 <= f < f1`` (input channel ``f // m``,
+# ``m`` = output channels per group) for every sample, so the weight gradient of a channel is
+# summed by one thread, in one order.
+
+def depthwise_2d(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
+                 floating[:, :, :, ::1] out, int sh, int sw, int dh, int dw, int ph, int pw,
+                 int f0, int f1):
+    """``out[n, f, oy, ox] = sum_{ki, kj} w[f, 0, ki, kj] * x[n, f // m, oy*sh - ph + ki*dh,
+    ox*sw - pw + kj*dw]`` (0 outside the input)."""
+    cdef Py_ssize_t N = x.shape[0], H = x.shape[2], W = x.shape[3], kh = w.shape[2], kw = w.shape[3]
+    cdef Py_ssize_t F = out.shape[1], oh = out.shape[2], ow = out.shape[3]
+    cdef Py_ssize_t m = F // x.shape[1]
+    cdef Py_ssize_t n, f, oy, ox, ki, kj, iy, off, lo, hi, i
+    cdef const floating* src
+    cdef const floating* srow
+    cdef floating* dst
+    cdef floating* drow
+    cdef floating wv
+    if f1 <= f0:
+        return
+    with nogil:
+        for n in range(N):
+            for f in range(f0, f1):
+                src = &x[n, f // m, 0, 0]
+                dst = &out[n, f, 0, 0]
+                for i in range(oh * ow):
+                    dst[i] = 0
+                for oy in range(oh):
+                    for ki in range(kh):
+                        iy = oy * sh - ph + ki * dh
+                        if iy < 0 or iy >= H:
+                            continue
+                        for kj in range(kw):
+                            off = kj * dw - pw
+                            _valid_range(W, ow, sw, off, &lo, &hi)
+                            wv = w[f, 0, ki, kj]
+                            srow = src + iy * W + off
+                            drow = dst + oy * ow
+                            if sw == 1:     # unit stride: a loop the compiler vectorises
+                                for ox in range(lo, hi):
+                                    drow[ox] += wv * srow[ox]
+                            else:
+                                for ox in range(lo, hi):
+                                    drow[ox] += wv * srow[ox * sw]
+
+
+def depthwise_2d_backward(const floating[:, :, :, ::1] og, const floating[:, :, :, ::1] x,
+                          const floating[:, :, :, ::1] w, floating[:, :, :, ::1] dx,
+                          floating[:, :, :, ::1] dwt, int want_dx, int want_dw, int sh, int sw,
+                          int dh, int dw, int ph, int pw, int c0, int c1):
+    """The data gradient ``dx`` (overwritten) of the input channels ``c0 <= c < c1`` and the
+    weight gradient ``dwt`` (overwritten) of their output channels: the adjoints of
+    ``depthwise_2d``. Weight sums run in double precision over samples, then output rows."""
+    cdef Py_ssize_t N = x.shape[0], H = x.shape[2], W = x.shape[3], kh = w.shape[2], kw = w.shape[3]
+    cdef Py_ssize_t F = og.shape[1], oh = og.shape[2], ow = og.shape[3]
+    cdef Py_ssize_t m = F // x.shape[1]
+    cdef Py_ssize_t n, c, j, f, oy, ox, ki, kj, iy, off, lo, hi, i
+    cdef const floating* g
+    cdef const floating* grow
+    cdef const floating* src
+    cdef floating* dst
+    cdef floating* drow
+    cdef floating wv
+    cdef double acc
+    if c1 <= c0:
+        return
+    with nogil:
+        for c in range(c0, c1):
+            if want_dx:
+                for n in range(N):
+                    dst = &dx[n, c, 0, 0]
+                    for i in range(H * W):
+                        dst[i] = 0
+                    for j in range(m):
+                        f = c * m + j
+                        g = &og[n, f, 0, 0]
+                        for oy in range(oh):
+                            for ki in range(kh):
+                                iy = oy * sh - ph + ki * dh
+                                if iy < 0 or iy >= H:
+                                    continue
+                                for kj in range(kw):
+                                    off = kj * dw - pw
+                                    _valid_range(W, ow, sw, off, &lo, &hi)
+                                    wv = w[f, 0, ki, kj]
+                                    drow = dst + iy * W + off
+                                    grow = g + oy * ow
+                                    if sw == 1:
+                                        for ox in range(lo, hi):
+                                            drow[ox] += wv * grow[ox]
+                                    else:
+                                        for ox in range(lo, hi):
+                                            drow[ox * sw] += wv * grow[ox]
+            if want_dw:
+                for j in range(m):
+                    f = c * m + j
+                    for ki in range(kh):
+                        for kj in range(kw):
+                            off = kj * dw - pw
+                            _valid_range(W, ow, sw, off, &lo, &hi)
+                            acc = 0
+                            for n in range(N):
+                                g = &og[n, f, 0, 0]
+                                src = &x[n, c, 0, 0]
+                                for oy in range(oh):
+                                    iy = oy * sh - ph + ki * dh
+                                    if iy < 0 or iy >= H:
+                                        continue
+                                    for ox in range(lo, hi):
+                                        acc += g[oy * ow + ox] * src[iy * W + ox * sw + off]
+                            dwt[f, 0, ki, kj] = <floating> acc

@@ -19,9 +19,11 @@ their default, rather than being ignored.
 
 Randomness: each record's crop and flip come from a generator seeded by ``(seed, epoch, record
 position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from MXNet's
-(which draws from per-thread generators), not its distribution. Decoding runs in a thread pool of
-``preprocess_threads`` (Pillow's decoder and numpy's BLAS products release the GIL, though on small
-images most of the time still holds it: see docs/benchmarks.md); a background thread keeps up to
+(which draws from per-thread generators), not its distribution. Decoding runs on
+``preprocess_threads`` threads (the producing thread and a pool), each taking a contiguous run of
+the batch's records; with the Cython extension each record goes through ``image_record_fast``
+(libjpeg through Pillow, one C loop for resize + crop + mirror + normalize, the same bits), in
+pure mode through ``_augment`` and the batch-wide ``_normalize``; a background thread keeps up to
 ``prefetch_buffer`` batches ready. Without ``path_imgidx`` the records are read into memory once.
 ``round_batch=True`` fills the last batch from the start of the data and reports ``pad``; as in
 MXNet, the next epoch then starts after the records so borrowed. ``round_batch=False`` zero-fills
@@ -42,6 +44,7 @@ from .. import recordio
 from ..base import MXNetError
 from ..image.image import _decode, _pick_interp
 from ..ops.image.resample import resize as _resize
+from . import image_record_fast as _fast
 from .base import DataBatch, DataDesc, DataIter
 
 __all__ = ["ImageRecordIter"]
@@ -191,6 +194,59 @@ class ImageRecordIter(DataIter):
             img = img[:, ::-1]
         return img, self._label(header)
 
+    def _fill(self, raw: bytes, rng: random.Random, out: np.ndarray):
+        """The fast path of one record (``image_record_fast``): decode, then resize, crop, mirror
+        and normalize into ``out`` (CxHxW float32) in one C loop; the same pixels and random draws
+        as ``_augment`` + ``_normalize``, which still handle an image needing a second resize."""
+        p, (c, h, w) = self.p, self.data_shape
+        header, payload = recordio.unpack(raw)
+        img = _fast.decode(payload, c)
+        interp = int(p["inter_method"])
+        if interp not in (0, 1, 2, 3, 4, 9, 10):
+            raise MXNetError(f"ImageRecordIter: invalid inter_method {interp}: valid values 0-4, 9, 10")
+        size, code = img.shape[:2], None
+        if p["resize"] > 0:
+            short, (ih, iw) = int(p["resize"]), size
+            size = (short * ih // iw, short) if ih > iw else (short, short * iw // ih)
+            code = _pick_interp(interp, (ih, iw), size)
+        if size[0] < h or size[1] < w:           # scaled up to cover the crop: the reference path
+            img, label = self._augment(raw, rng)
+            out[...] = self._normalize(img[None])[0]
+            return label
+        y, x = size[0] - h, size[1] - w
+        if p["rand_crop"]:
+            y, x = rng.randint(0, y), rng.randint(0, x)
+        else:
+            y, x = y // 2, x // 2
+        mirror = p["mirror"] or (p["rand_mirror"] and rng.random() < 0.5)
+        _fast.crop_into(img, size, code, y, x, bool(mirror), self._mean, self._mult, out)
+        return self._label(header)
+
+    def _decode_batch(self, raws, bs):
+        """``(data, labels)`` of a batch's records; ``raws``: (record bytes, position, epoch)."""
+        c, h, w = self.data_shape
+        if _fast.C is None:          # pure mode: the numpy reference pipeline
+            done = list(self._pool.map(lambda r: self._augment(r[0], self._rng(r[2], r[1])), raws))
+            pixels = np.zeros((bs, h, w, c), np.uint8)
+            for k, (img, _) in enumerate(done):
+                pixels[k] = img
+            return self._normalize(pixels), [lab for _, lab in done]
+        data = np.zeros((bs, c, h, w), np.float32)
+        # one contiguous run of records per decode thread (a task per record would hand the GIL
+        # over at every record)
+        runs = max(1, min(len(raws), int(self.p["preprocess_threads"])))
+        bounds = [len(raws) * i // runs for i in range(runs + 1)]
+
+        def run(i):
+            return [self._fill(raws[k][0], self._rng(raws[k][2], raws[k][1]), data[k])
+                    for k in range(bounds[i], bounds[i + 1])]
+        # the producing thread takes the first run itself: one thread fewer to wake per batch
+        others = [self._pool.submit(run, i) for i in range(1, runs)]
+        labels = run(0)
+        for f in others:
+            labels += f.result()
+        return data, labels
+
     # -- batches -------------------------------------------------------------------------------------
     def _epoch_order(self, epoch):
         order = list(self._positions)
@@ -219,14 +275,10 @@ class ImageRecordIter(DataIter):
                     picks += [(nxt[j], epoch + 1) for j in range(pad)]
                     next_start = pad
                 raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
-                done = list(self._pool.map(lambda r: self._augment(r[0], self._rng(r[2], r[1])), raws))
-                c, h, w = self.data_shape
-                pixels = np.zeros((bs, h, w, c), np.uint8)
+                data, labels = self._decode_batch(raws, bs)
                 label = np.zeros(self.provide_label[0].shape, np.float32)
-                for k, (img, lab) in enumerate(done):
-                    pixels[k] = img
+                for k, lab in enumerate(labels):
                     label[k] = lab if label.ndim == 2 else lab[0]
-                data = self._normalize(pixels)
                 if pad and not self.p["round_batch"]:
                     data[bs - pad:] = 0          # filler rows are zeros, not normalized black
                 q.put((data, label, pad))

@@ -122,3 +122,69 @@ def test_imglist_labels_and_gray(tmp_path):
     b = it.next()
     np.testing.assert_array_equal(b.label[0].asnumpy(), [[0.5, 0], [1.5, -1], [2.5, -2], [3.5, -3]])
     assert b.data[0].shape == (4, 1, 5, 5)
+
+
+# -- the fast path (image_record_fast: Pillow's C decoder + one C loop) against the reference ------
+
+def _batches(rec, idx, reference, **kw):
+    from mxref._ext import reference_kernels
+    from mxref.io import image_record_fast as fast
+    saved = fast.C
+    try:
+        if reference:
+            fast.C = None
+        with reference_kernels() if reference else _nothing():
+            return _all(mx.io.ImageRecordIter(rec, kw.pop("shape", (3, 6, 7)), 4, path_imgidx=idx, **kw))
+    finally:
+        fast.C = saved
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+@pytest.mark.parametrize("kw", [dict(resize=8),
+                                dict(resize=11, inter_method=2, rand_crop=True, rand_mirror=True),
+                                dict(inter_method=0, mirror=True), dict(resize=9, inter_method=3),
+                                dict(resize=8, inter_method=4, shape=(1, 6, 7)),
+                                dict(resize=4, rand_crop=True),         # too small: scaled up again
+                                dict(resize=8, round_batch=False, preprocess_threads=3)])
+def test_fast_path_equals_reference(tmp_path, fmt, kw):
+    """Same bits as the numpy pipeline: every interpolation, crops, mirrors, gray, two resizes."""
+    from mxref.io import image_record_fast as fast
+    if fast.C is None:
+        pytest.skip("mxref._ext.image_kernels not built or disabled")
+    rec, idx, _ = _pack(tmp_path, n=10, hw=(9, 12), fmt=fmt)
+    norm = dict(mean_r=1.0, mean_g=2.0, mean_b=3.0, std_r=2.0, std_g=4.0, std_b=8.0, scale=0.5, seed=3)
+    got = _batches(rec, idx, False, **norm, **kw)
+    ref = _batches(rec, idx, True, **norm, **kw)
+    assert len(got) == len(ref)
+    for (d, lab, pad), (rd, rlab, rpad) in zip(got, ref):
+        np.testing.assert_array_equal(d, rd)
+        np.testing.assert_array_equal(lab, rlab)
+        assert pad == rpad
+
+
+def test_jpeg_frame_reads_the_header_or_declines():
+    from mxref.io.image_record_fast import decode, jpeg_frame
+    img = np.random.RandomState(1).randint(0, 256, (5, 7, 3)).astype(np.uint8)
+    for kw in (dict(quality=90), dict(progressive=True), dict(subsampling=2)):
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, "JPEG", **kw)
+        assert jpeg_frame(buf.getvalue()) == (7, 5, 3)
+        for c in (1, 3):
+            np.testing.assert_array_equal(decode(buf.getvalue(), c),
+                                          mx.image.imdecode(buf.getvalue(), flag=c == 3).asnumpy())
+    buf = io.BytesIO()
+    Image.fromarray(img[:, :, 0]).save(buf, "JPEG")
+    assert jpeg_frame(buf.getvalue()) == (7, 5, 1)
+    np.testing.assert_array_equal(decode(buf.getvalue(), 3), mx.image.imdecode(buf.getvalue()).asnumpy())
+    buf = io.BytesIO()
+    Image.fromarray(img).convert("CMYK").save(buf, "JPEG")
+    assert jpeg_frame(buf.getvalue()) is None                   # 4 components (Adobe): the plugin
+    assert jpeg_frame(b"\x89PNG\r\n") is None and jpeg_frame(b"\xff\xd8\xff") is None

@@ -199,3 +199,31 @@ def test_register_kernel_checks_its_arguments(op):
     with pytest.raises(MXNetError, match="must state its tol"):
         registry.register_kernel("_kt_double", "cpu", _fast_double, exact=False)
     assert not registry.list_kernels("_kt_double")
+
+
+# -- BatchNorm (mxref/_ext/norm_kernels.pyx) ------------------------------------------------------
+
+def _batch_norm(rng, dtype="float32"):
+    x = rng.standard_normal((2, 3, 4, 5)).astype(dtype)
+    gamma, beta, mmean = (rng.standard_normal(3).astype(dtype) for _ in range(3))
+    return [x, gamma, beta, mmean, rng.uniform(0.5, 2, 3).astype(dtype)], {"fix_gamma": False}
+
+
+def _batch_norm_backward(rng, dtype="float32"):
+    (x, gamma, *_), p = _batch_norm(rng, dtype)
+    mean, invstd = rng.standard_normal(3).astype(dtype), rng.uniform(0.5, 2, 3).astype(dtype)
+    return [rng.standard_normal(x.shape).astype(dtype), x, gamma, mean, invstd], p
+
+
+CASES.update({"BatchNorm": _batch_norm, "_backward_BatchNorm": _batch_norm_backward})
+
+
+@pytest.mark.parametrize("is_train", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op_name", ["BatchNorm", "_backward_BatchNorm"])
+def test_batch_norm_kernels_match_the_reference(op_name, dtype, is_train):
+    """Moving statistics (inference) and batch statistics (training)."""
+    if not registry.list_kernels(op_name, "cpu"):
+        pytest.skip(f"no fast kernel for {op_name} (extension not built or MXREF_ENABLE_EXT=0)")
+    inputs, params = CASES[op_name](np.random.default_rng(0), dtype)
+    check_kernels(op_name, inputs, params, is_train=is_train)

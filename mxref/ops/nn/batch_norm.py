@@ -19,13 +19,19 @@ are hidden unless ``output_mean_var``. Backward dependencies: ``_backward_BatchN
 
 Types (MXNet's rule): float16 data keeps its parameters, moving statistics and the mean/var
 outputs in float32 (the statistics are computed in float32); other float types use one dtype.
+
+Kernels: the numpy ``forward``/``backward`` are the reference; for float32/float64 data whose
+parameters share its dtype, the C loops of ``mxref/_ext/norm_kernels.pyx`` (two passes over the
+data, sums in double precision, channel ranges on the operator threads) are the 'cpu' kernels.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..._ext import loader
 from ...base import MXNetError
-from ..registry import OpDef, Param, assign, register
+from ..parallel import parallel_for
+from ..registry import OpDef, Param, assign, register, register_kernel
 from ._util import backward_node, entry, merge_shape, out_entries
 
 PARAMS = {
@@ -146,3 +152,70 @@ BATCH_NORM.input_var_attrs = {"moving_mean": {"__init__": '["zero", {}]'},
 register(OpDef("_backward_BatchNorm", backward, arguments=["ograd", "data", "gamma", "mean", "var"],
                outputs=["data", "gamma", "beta"], params=PARAMS, infer_type=_backward_type,
                infer_shape=lambda p, s: (list(s), [s[1], s[2], s[2]])))
+
+
+# --- fast kernels: the C loops of mxref/_ext/norm_kernels.pyx over channel ranges -----------------
+C = loader.load("norm_kernels", "BatchNorm kernels")
+_C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _as_ncs(p, a):
+    """``a`` viewed as ``(before, C, after)`` around the channel axis (contiguous)."""
+    ax = p["axis"] % a.ndim
+    return np.ascontiguousarray(a).reshape(int(np.prod(a.shape[:ax])), a.shape[ax], -1)
+
+
+def _c_takes(p, inputs, outputs, req) -> bool:
+    """Float32/float64 data with every parameter (and statistic) in the same dtype."""
+    dt = inputs[0].dtype
+    return dt in _C_DTYPES and inputs[0].ndim >= 1 and all(a.dtype == dt for a in inputs[1:])
+
+
+def _into(out, req):
+    """The buffer a C loop writes: the output itself when written whole and contiguous."""
+    return out if req == "write" and out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+
+
+def _c_forward(octx, p, inputs, outputs, req):
+    x, gamma, beta, mmean, mvar = inputs
+    x3, c = _as_ncs(p, x), x.shape[p["axis"] % x.ndim]
+    batch = bool(octx.is_train and not p["use_global_stats"])
+    mean, var = (np.empty(c, x.dtype), np.empty(c, x.dtype)) if batch else (mmean, mvar)
+    invstd, y = np.empty(c, x.dtype), _into(outputs[0], req[0])
+    args = (x3, gamma, beta, mean, var, invstd, y.reshape(x3.shape), int(batch), int(not p["fix_gamma"]),
+            float(p["eps"]))
+    parallel_for(c, lambda lo, hi: C.batch_norm_forward(*args, lo, hi), work_per_item=2 * x3[:, 0].size)
+    if batch:
+        mom = p["momentum"]
+        mmean *= mom
+        mmean += (1 - mom) * mean
+        mvar *= mom
+        mvar += (1 - mom) * var
+    if y is not outputs[0]:
+        assign(outputs[0], req[0], y)
+    assign(outputs[1], req[1], mean)
+    assign(outputs[2], req[2], invstd)
+
+
+def _c_backward(octx, p, inputs, outputs, req):
+    g, x, gamma, mean, invstd = inputs
+    x3, c = _as_ncs(p, x), x.shape[p["axis"] % x.ndim]
+    batch = bool(octx.is_train and not p["use_global_stats"])
+    dx = _into(outputs[0], req[0]) if req[0] != "null" else np.empty((1, 1, 1), x.dtype)
+    dgamma, dbeta = np.empty(c, x.dtype), np.empty(c, x.dtype)
+    args = (_as_ncs(p, g), x3, gamma, mean, invstd, dx.reshape(x3.shape) if req[0] != "null" else dx,
+            dgamma, dbeta, int(batch), int(not p["fix_gamma"]), int(req[0] != "null"))
+    parallel_for(c, lambda lo, hi: C.batch_norm_backward(*args, lo, hi), work_per_item=3 * x3[:, 0].size)
+    if req[0] != "null" and dx is not outputs[0]:
+        assign(outputs[0], req[0], dx)
+    assign(outputs[1], req[1], np.zeros_like(gamma) if p["fix_gamma"] else dgamma)
+    assign(outputs[2], req[2], dbeta)
+
+
+if C is not None:
+    # Sums in another order (and in double precision): a tolerance, not the reference's bits.
+    _TOL = {"float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+    register_kernel("BatchNorm", "cpu", _c_forward, applies=_c_takes,
+                    name="norm_kernels.batch_norm_forward", exact=False, tol=_TOL)
+    register_kernel("_backward_BatchNorm", "cpu", _c_backward, applies=_c_takes,
+                    name="norm_kernels.batch_norm_backward", exact=False, tol=_TOL)

@@ -16,12 +16,13 @@ Backward dependencies: ``_backward_Convolution`` takes ``(ograd, data, weight)``
 columns from ``data`` rather than keeping them (MXNet does the same, in its workspace).
 
 Kernels: ``forward``/``backward`` with numpy's im2col/col2im are the reference; the 'cpu' fast
-kernels (registered at the end) are the same functions given the C loops of ``im2col.C``. No
+kernels (registered at the end) are the same functions given the C loops of ``im2col.C``, except
+for depthwise filters (``C / num_group == 1``, MobileNet's), which C loops apply directly, and
+the forward of 1x1 filters, one GEMM per sample with no columns, and the forward of large
+outputs (>= 16 positions), columns and GEMM per sample straight into the output. No
 second derivative (``_backward_Convolution`` has no gradient).
 """
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -242,12 +243,31 @@ def _c_takes_backward(p, inputs, outputs, req) -> bool:
     return im2col.c_takes(inputs[1]) and im2col.c_takes(inputs[0])      # data, then ograd
 
 
+def _c_forward(octx, p, inputs, outputs, req):
+    """Depthwise filters (one input channel per group) in C loops, 1x1 filters as one GEMM per
+    sample, large outputs as im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
+    geom = geometry("Convolution", p)
+    if im2col.depthwise(p, inputs[0]):
+        im2col.c_depthwise(p, inputs, outputs, req, geom)
+    elif im2col.pointwise(p, *geom[:2], geom[3]):
+        im2col.pointwise_forward(p, inputs, outputs, req)
+    elif im2col.per_sample(p, inputs[0], outputs[0].shape[2:]):
+        im2col.per_sample_forward(p, inputs, outputs, req, geom)
+    else:
+        forward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns)
+
+
+def _c_backward(octx, p, inputs, outputs, req):
+    if im2col.depthwise(p, inputs[1]):
+        im2col.c_depthwise_backward(p, inputs, outputs, req, geometry("Convolution", p))
+    else:
+        backward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im)
+
+
 if im2col.C is not None:
     _TOL = {"float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
-    register_kernel("Convolution", "cpu", functools.partial(forward, columns=im2col.c_conv_columns),
-                    applies=_c_takes_forward,
-                    name="nn_kernels.im2col_2d + GEMM", exact=False, tol=_TOL)
-    register_kernel("_backward_Convolution", "cpu",
-                    functools.partial(backward, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im),
-                    applies=_c_takes_backward,
-                    name="nn_kernels.im2col_2d/col2im_2d + GEMM", exact=False, tol=_TOL)
+    register_kernel("Convolution", "cpu", _c_forward, applies=_c_takes_forward,
+                    name="nn_kernels.im2col_2d + GEMM | depthwise_2d", exact=False, tol=_TOL)
+    register_kernel("_backward_Convolution", "cpu", _c_backward, applies=_c_takes_backward,
+                    name="nn_kernels.im2col_2d/col2im_2d + GEMM | depthwise_2d_backward", exact=False,
+                    tol=_TOL)

@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..._ext import loader
 from ...base import MXNetError
 from ..parallel import parallel_for
+from ..registry import assign
 
 
 def out_size(op: str, size: int, k: int, s: int, p: int, d: int, full: bool = False) -> int:
@@ -179,3 +180,105 @@ def geometry_2d(kernel, stride, dilate, pad, out_shape) -> Tuple[int, ...]:
     if len(kernel) == 2:
         return (*kernel, *stride, *dilate, *pad, *out_shape)
     return (1, kernel[0], 1, stride[0], 1, dilate[0], 0, pad[0], 1, out_shape[0])
+
+
+def depthwise(p: dict, x: np.ndarray) -> bool:
+    """Whether a Convolution is depthwise (each group reads one input channel), which
+    ``c_depthwise`` runs without columns (one GEMM of one row per group would be slow)."""
+    return p["num_group"] > 1 and x.shape[1] == p["num_group"]
+
+
+def c_depthwise(p, inputs, outputs, req, geom) -> None:
+    """Convolution's forward for depthwise filters: ``depthwise_2d`` over output channel ranges."""
+    k, s, d, pd = geom
+    x, w, nd = inputs[0], inputs[1], len(k)
+    _, _, sh, sw, dh, dw, ph, pw, _, _ = geometry_2d(k, s, d, pd, outputs[0].shape[2:])
+    x4, w4 = (np.ascontiguousarray(a).reshape(as_2d(a.shape, nd)) for a in (x, w))
+    direct = req[0] == "write" and outputs[0].flags.c_contiguous
+    out = outputs[0] if direct else np.empty(outputs[0].shape, dtype=x.dtype)
+    out4 = out.reshape(as_2d(out.shape, nd))
+    parallel_for(out4.shape[1], lambda lo, hi: C.depthwise_2d(x4, w4, out4, sh, sw, dh, dw, ph, pw, lo, hi),
+                 work_per_item=out4[:, 0].size * w4[0].size)
+    if not p["no_bias"]:
+        out4 += inputs[2].reshape(1, -1, 1, 1)
+    if not direct:
+        assign(outputs[0], req[0], out)
+
+
+def c_depthwise_backward(p, inputs, outputs, req, geom) -> None:
+    """The data, weight and bias gradients of a depthwise Convolution (``depthwise_2d_backward``
+    over input channel ranges)."""
+    k, s, d, pd = geom
+    og, x, w, nd = inputs[0], inputs[1], inputs[2], len(k)
+    _, _, sh, sw, dh, dw, ph, pw, _, _ = geometry_2d(k, s, d, pd, og.shape[2:])
+    og4, x4, w4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, x, w))
+    dx, dwt = np.empty_like(x4), np.empty_like(w4)
+    want_dx, want_dw = int(req[0] != "null"), int(req[1] != "null")
+    parallel_for(x4.shape[1], lambda lo, hi: C.depthwise_2d_backward(
+        og4, x4, w4, dx, dwt, want_dx, want_dw, sh, sw, dh, dw, ph, pw, lo, hi),
+        work_per_item=2 * og4[:, 0].size * w4[0].size)
+    assign(outputs[0], req[0], dx.reshape(x.shape))
+    assign(outputs[1], req[1], dwt.reshape(w.shape))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og4.sum(axis=(0, 2, 3)))
+
+
+def pointwise(p: dict, k, s, pd) -> bool:
+    """A 1x1 Convolution with stride 1, no padding and one group: ``out[n] = W @ x[n]``, no columns."""
+    return p["num_group"] == 1 and max(k) == 1 and max(s) == 1 and not any(pd)
+
+
+def pointwise_forward(p, inputs, outputs, req) -> None:
+    """Convolution's forward for ``pointwise`` filters: one GEMM per sample straight into the
+    output (``(F, C) @ (C, spatial)``), a range of samples per operator thread."""
+    x, w, out = inputs[0], inputs[1], outputs[0]
+    n, f = out.shape[:2]
+    direct = req[0] == "write" and out.flags.c_contiguous
+    res = out if direct else np.empty(out.shape, dtype=x.dtype)
+    x3, r3, w2 = np.ascontiguousarray(x).reshape(n, x.shape[1], -1), res.reshape(n, f, -1), w.reshape(f, -1)
+    bias = None if p["no_bias"] else inputs[2].reshape(f, 1)
+
+    def run(lo, hi):
+        np.matmul(w2, x3[lo:hi], out=r3[lo:hi])
+        if bias is not None:
+            r3[lo:hi] += bias
+    parallel_for(n, run, work_per_item=w2.size * x3.shape[2])
+    if not direct:
+        assign(out, req[0], res)
+
+
+# A sample's output smaller than this (positions) goes to the whole-batch GEMM instead: per-sample
+# GEMMs of a few columns would run at matrix-vector speed.
+MIN_PER_SAMPLE_POSITIONS = 16
+
+
+def per_sample(p: dict, x: np.ndarray, out_shape) -> bool:
+    """Whether ``per_sample_forward`` takes a one-group Convolution with large outputs."""
+    return p["num_group"] == 1 and int(np.prod(out_shape)) >= MIN_PER_SAMPLE_POSITIONS
+
+
+def per_sample_forward(p, inputs, outputs, req, geom) -> None:
+    """Convolution's forward as MXNet's CPU code does it: per sample, ``im2col_2d`` into a
+    ``(C*K, O)`` buffer that stays in cache, then one GEMM straight into ``out[n]`` (no
+    ``(F, N, O)`` result to transpose); a range of samples per operator thread."""
+    k, s, d, pd = geom
+    x, w, out, nd = inputs[0], inputs[1], outputs[0], len(k)
+    kh, kw, sh, sw, dh, dw, ph, pw, oh, ow = geometry_2d(k, s, d, pd, out.shape[2:])
+    n, f = out.shape[:2]
+    x4 = np.ascontiguousarray(x).reshape(as_2d(x.shape, nd))
+    w2 = w.reshape(f, -1)
+    direct = req[0] == "write" and out.flags.c_contiguous
+    res = out if direct else np.empty(out.shape, dtype=x.dtype)
+    r3 = res.reshape(n, f, -1)
+    bias = None if p["no_bias"] else inputs[2].reshape(f, 1)
+
+    def run(lo, hi):
+        cols = np.empty((w2.shape[1], oh * ow), dtype=x.dtype)
+        for i in range(lo, hi):
+            C.im2col_2d(x4[i:i + 1], cols, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow, 0, 1)
+            np.matmul(w2, cols, out=r3[i])
+            if bias is not None:
+                r3[i] += bias
+    parallel_for(n, run, work_per_item=w2.size * oh * ow)
+    if not direct:
+        assign(out, req[0], res)

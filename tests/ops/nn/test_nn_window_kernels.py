@@ -10,7 +10,7 @@ import mxref.ops.nn.convolution as conv
 import mxref.ops.nn.im2col as im2col
 import mxref.ops.nn.pooling as pool
 import mxref.ops.parallel as parallel
-from mxref.op_check import fast_and_reference
+from mxref.op_check import check_kernels, fast_and_reference
 from mxref.ops import registry
 
 needs_ext = pytest.mark.skipif(im2col.C is None, reason="mxref._ext.nn_kernels not built or disabled")
@@ -169,3 +169,55 @@ def test_kernels_split_over_threads_give_identical_bits(monkeypatch, threads):
                       + list(pool_case(np.random.default_rng(1), 2, np.float32, 1, 1, "full", True)()))
     for a, b in zip(results["1"], results[threads]):
         np.testing.assert_array_equal(a, b)
+
+
+# -- depthwise filters (C loops, no columns) and 1x1 filters (one GEMM per sample) ----------------
+
+@needs_ext
+@pytest.mark.parametrize("nd,stride,pad,dilate,mult",
+                         [(2, 1, 1, 1, 1), (2, 2, 1, 1, 1), (2, 1, 0, 2, 2), (1, 2, 2, 1, 3),
+                          (2, 3, 2, 2, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_convolution_c_equals_numpy(rng, nd, stride, pad, dilate, mult, dtype):
+    """``num_group`` = channels (``mult`` filters each): forward, the three gradients, every req."""
+    c, kernel = 4, (3, 2) if nd == 2 else (3,)
+    x = rng.standard_normal((3, c) + ((9, 8) if nd == 2 else (11,))).astype(dtype)
+    w = rng.standard_normal((c * mult, 1) + kernel).astype(dtype)
+    b = rng.standard_normal(c * mult).astype(dtype)
+    p = dict(kernel=kernel, stride=(stride,) * nd, pad=(pad,) * nd, dilate=(dilate,) * nd,
+             num_filter=c * mult, num_group=c)
+    assert im2col.depthwise(params(conv, **p), x)
+    y = check_kernels("Convolution", [x, w, b], p)["reference"][0]
+    check_kernels("Convolution", [x, w, b], p, req="add")
+    og = rng.standard_normal(y.shape).astype(dtype)
+    for req in ("write", ["null", "write", "add"], ["add", "null", "write"]):
+        check_kernels("_backward_Convolution", [og, x, w], p, req=req)
+
+
+@needs_ext
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pointwise_convolution_c_equals_numpy(rng, bias, dtype):
+    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,))):
+        x = rng.standard_normal(xs).astype(dtype)
+        w = rng.standard_normal((7, 5) + k).astype(dtype)
+        ins = [x, w] + ([rng.standard_normal(7).astype(dtype)] if bias else [])
+        p = dict(kernel=k, num_filter=7, no_bias=not bias)
+        check_kernels("Convolution", ins, p)
+        check_kernels("Convolution", ins, p, req="add")
+
+
+@needs_ext
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_per_sample_convolution_c_equals_numpy(rng, dtype):
+    """Outputs of >= 16 positions: im2col + GEMM per sample, every req, 1-D and 2-D, bias or not."""
+    for xs, k, pad, stride in (((3, 4, 20, 18), (3, 3), (1, 1), (1, 1)), ((2, 3, 600), (5,), (2,), (2,))):
+        x = rng.standard_normal(xs).astype(dtype)
+        for bias in (False, True):
+            w = rng.standard_normal((5, xs[1]) + k).astype(dtype)
+            ins = [x, w] + ([rng.standard_normal(5).astype(dtype)] if bias else [])
+            p = dict(kernel=k, num_filter=5, pad=pad, stride=stride, no_bias=not bias)
+            out_shape = conv.infer_shape(params(conv, **p), [a.shape for a in ins])[1][0]
+            assert im2col.per_sample(params(conv, **p), x, out_shape[2:])
+            check_kernels("Convolution", ins, p)
+            check_kernels("Convolution", ins, p, req="add")
