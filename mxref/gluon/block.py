@@ -28,11 +28,12 @@ class _BlockScope:
 
     _current = threading.local()
 
-    def __init__(self, block: "Block"):
-        # NOTE: a weak reference, not the block: a block holds its scope, and a cycle would keep every
-        # block (and a hybridized one's bound executors, with their memory) alive until the
-        # cyclic garbage collector happens to run.
-        self._ref = weakref.ref(block)
+    def __init__(self, block: "Block", weak: bool = False):
+        # NOTE: a Block's own scope holds it weakly (``weak=True``): a block holds its scope, and a
+        # cycle would keep every block (and a hybridized one's bound executors, with their memory)
+        # alive until the cyclic garbage collector happens to run. A scope made for any other
+        # object holds it, as MXNet's does (``with _BlockScope(obj):`` may be its only owner).
+        self._ref = weakref.ref(block) if weak else (lambda: block)
         self._counter: Dict[str, int] = {}
         self._old_scope = None
         self._name_scope = None
@@ -183,7 +184,7 @@ class Block:
         self._empty_prefix = prefix == ""
         self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
         self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
-        self._scope = _BlockScope(self)
+        self._scope = _BlockScope(self, weak=True)
         self._children: "OrderedDict[str, Block]" = OrderedDict()
         self._reg_params: Dict[str, Parameter] = {}
         self._forward_hooks: "OrderedDict[int, object]" = OrderedDict()

@@ -307,3 +307,31 @@ def test_legacy_save_params_round_trip_through_a_symbol_block(tmp_path):
     with pytest.warns(DeprecationWarning):
         model.load_params(path, ctx=mx.cpu())
     np.testing.assert_allclose(model(x).asnumpy(), want, rtol=1e-6)
+
+
+def test_block_scope_keeps_an_object_it_was_made_for():
+    """``with _BlockScope(obj)`` may be the object's only owner (MXNet's thread-local test does
+    this): names inside take its prefix; a Block's own scope still holds the block weakly."""
+    import threading
+    import weakref
+
+    from mxref.gluon.block import _BlockScope
+
+    class Holder:
+        def __init__(self, prefix):
+            self.prefix, self._empty_prefix = prefix, False
+
+    seen = []
+
+    def spawned():
+        with _BlockScope(Holder("spawned_")):
+            seen.append(mx.name.current().get(None, "hello"))
+
+    t = threading.Thread(target=spawned)
+    t.start()
+    t.join(timeout=60)
+    assert seen == ["spawned_hello0"]
+    net = mx.gluon.nn.Dense(2)
+    ref = weakref.ref(net)
+    del net
+    assert ref() is None                   # freed at once: no block <-> scope cycle
