@@ -63,8 +63,11 @@ def backward(octx, p, inputs, outputs, req):
     gg = g * gamma.reshape(_bshape(p, x))
     dx = normalized_dx(gg, xhat, std, axis=ax)
     assign(outputs[0], req[0], dx)
-    assign(outputs[1], req[1], (g * xhat).sum(axis=others))
-    assign(outputs[2], req[2], g.sum(axis=others))
+    # NOTE: the parameter gradients sum over every row; numpy adds a strided axis one row at a
+    # time, so float32 sums over thousands of rows drift by ~n * eps: accumulate in float64.
+    acc = np.float64 if x.dtype.itemsize < 8 else None
+    assign(outputs[1], req[1], (g * xhat).sum(axis=others, dtype=acc))
+    assign(outputs[2], req[2], g.sum(axis=others, dtype=acc))
 
 
 def gradient(node, ograds):
