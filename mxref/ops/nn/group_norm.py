@@ -43,7 +43,8 @@ def group_backward(g, x, gamma, mean, std):
     xhat = (xg - mean) / std
     w = gg * gamma.reshape(1, -1, 1)
     dx = normalized_dx(w, xhat, std, axis=2)
-    return dx.reshape(x.shape), (gg * xhat).sum(axis=(0, 2)), gg.sum(axis=(0, 2))
+    acc = np.float64 if x.dtype.itemsize < 8 else None     # sums over many rows (as LayerNorm)
+    return dx.reshape(x.shape), (gg * xhat).sum(axis=(0, 2), dtype=acc), gg.sum(axis=(0, 2), dtype=acc)
 
 
 def infer_shape(p, in_shapes):
