@@ -8,7 +8,7 @@ BIN = $(VENV)/bin
 $(BIN)/.installed: pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test,mpi,viz]'
+	$(BIN)/pip install -q -e '.[test,mpi,viz,sparse]'
 	touch $@
 
 # Rebuild the Cython extensions in place when a .pyx changed (cheap when nothing did).

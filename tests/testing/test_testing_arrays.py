@@ -1,7 +1,6 @@
 """mxref.testing.arrays: dense and sparse random test data, and the numpy helpers MXNet's tests use."""
 import numpy as np
 import pytest
-import scipy.sparse
 
 from mxref.base import MXNetError
 from mxref.testing import arrays
@@ -70,6 +69,7 @@ def test_numpy_helpers():
     np.testing.assert_array_equal(arrays.create_vector(4).asnumpy(), np.arange(4))
     x0, y0 = arrays.rand_coord_2d(0, 3, 5, 6)
     assert 0 <= x0 < 3 and y0 == 5
-    m = scipy.sparse.csr_matrix(np.arange(1.0, 13.0).reshape(3, 4))
+    sparse = pytest.importorskip("scipy.sparse")     # the optional [sparse] extra
+    m = sparse.csr_matrix(np.arange(1.0, 13.0).reshape(3, 4))
     arrays.shuffle_csr_column_indices(m)        # as MXNet's: the ids move, the values stay
     assert all(sorted(m.indices[4 * r:4 * r + 4]) == [0, 1, 2, 3] for r in range(3))
