@@ -92,6 +92,32 @@ def test_each_cpu_kernel_matches_the_reference(op_name, dtype):
     assert len(results) == 1 + len(registry.list_kernels(op_name, "cpu"))
 
 
+# -- linalg.potrf through SciPy's LAPACK (mxref/ops/la/lapack_kernels.py), when SciPy is there ---
+
+def _potrf(rng, dtype="float32"):
+    a = rng.standard_normal((2, 130, 130)).astype(dtype)
+    spd = a @ np.swapaxes(a, 1, 2) + 130 * np.eye(130, dtype=dtype)
+    return [spd], {"lower": True}
+
+
+CASES["_linalg_potrf"] = _potrf
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_potrf_lapack_kernel_matches_the_reference_both_triangles(lower):
+    """Only one triangle is read: garbage in the other changes nothing, for the kernel as for the
+    reference; a matrix that is not positive definite is an MXNetError naming the operator."""
+    if not registry.list_kernels("_linalg_potrf", "cpu"):
+        pytest.skip("no LAPACK kernel for potrf (SciPy not installed or MXREF_ENABLE_EXT=0)")
+    (spd,), _ = _potrf(np.random.default_rng(1), "float64")
+    junk = spd.copy()
+    junk[:, np.triu_indices(130, 1)[0] if lower else np.tril_indices(130, -1)[0],
+         np.triu_indices(130, 1)[1] if lower else np.tril_indices(130, -1)[1]] = 7.0
+    check_kernels("_linalg_potrf", [junk], {"lower": lower})
+    with pytest.raises(MXNetError, match="potrf"):
+        mx.nd.linalg.potrf(mx.nd.array(-np.eye(130), dtype="float64")).asnumpy()
+
+
 # -- the table's rules, on an operator of this test's own ------------------------------------
 
 def _double(octx, p, inputs, outputs, req):

@@ -1,10 +1,13 @@
 """linalg.potrf / potri / sumlogdiag: factors with zeros in the other triangle, the inverse from the
 factor, gradients (potrf's through a symmetrized input, as its gradient is a symmetric one), errors."""
+import contextlib
+
 import numpy as np
 import pytest
 
 import mxref as mx
 from mxref import op_check
+from mxref._ext import reference_kernels
 from mxref.base import MXNetError
 from mxref.test_utils import check_numeric_gradient
 
@@ -58,21 +61,25 @@ def test_sumlogdiag_values_shapes_and_gradient():
     op_check.check_op_gradient("_linalg_sumlogdiag", [a[0]], is_train=False)
 
 
+@pytest.mark.parametrize("kernels", ["reference", "table"])
 @pytest.mark.parametrize("lower", [True, False])
-def test_potrf_blocked_path_for_large_float32(lower):
-    """512 x 512 float32 goes through the blocked factorization: numpy's factor, one triangle read."""
-    a = _spd(512, 512).astype(np.float32)
-    noisy = a + (np.triu if lower else np.tril)(np.ones((512, 512), np.float32), 1 if lower else -1)
-    (f,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower})
-    chol = np.linalg.cholesky(a.astype(np.float64))
-    np.testing.assert_allclose(f, chol if lower else chol.T, rtol=1e-4, atol=1e-4)
-    (added,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower}, req="add",
-                               out=[np.ones((512, 512), np.float32)])
-    np.testing.assert_allclose(added, f + 1, rtol=1e-6)
-    bad = a.copy()
-    bad[400, 400] = -1.0          # fails in a later panel
-    with pytest.raises(MXNetError, match="positive definite"):
-        op_check.run_op("_linalg_potrf", [bad])
+def test_potrf_large_float32(lower, kernels):
+    """512 x 512 float32: the reference's blocked factorization (numpy's factor by panels) and
+    whatever the kernel table picks (SciPy's spotrf when installed); one triangle read."""
+    block = reference_kernels() if kernels == "reference" else contextlib.nullcontext()
+    with block:
+        a = _spd(512, 512).astype(np.float32)
+        noisy = a + (np.triu if lower else np.tril)(np.ones((512, 512), np.float32), 1 if lower else -1)
+        (f,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower})
+        chol = np.linalg.cholesky(a.astype(np.float64))
+        np.testing.assert_allclose(f, chol if lower else chol.T, rtol=1e-4, atol=1e-4)
+        (added,) = op_check.run_op("_linalg_potrf", [noisy], {"lower": lower}, req="add",
+                                   out=[np.ones((512, 512), np.float32)])
+        np.testing.assert_allclose(added, f + 1, rtol=1e-6)
+        bad = a.copy()
+        bad[400, 400] = -1.0          # fails in a later panel
+        with pytest.raises(MXNetError, match="positive definite"):
+            op_check.run_op("_linalg_potrf", [bad])
 
 
 def test_errors():
