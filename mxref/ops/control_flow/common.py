@@ -14,7 +14,7 @@ import numpy as np
 
 from ...base import MXNetError
 from ...graph import NodeEntry, make_node
-from ..registry import Param
+from ..registry import OpDef, Param, register
 
 
 class SubgraphService(Protocol):
@@ -131,6 +131,20 @@ def gradient_of(backward_op: str):
         bwd.control_deps.append(node)
         return [NodeEntry(bwd, i, 0) for i in range(len(node.inputs))]
     return gradient
+
+
+def register_pair(name: str, num_subgraphs: int, forward, backward, params, infer, doc: str) -> None:
+    """Register ``name`` (inputs ``data0..``, outputs ``output``/``output<i>``) and its
+    ``_backward<name>`` node (inputs the output gradients then the forward inputs, outputs the
+    forward inputs' gradients), as the three control-flow operators all have them."""
+    inputs = input_names(num_subgraphs)
+    register(OpDef(name, forward, params=params, arguments=inputs, outputs=output_names,
+                   infer_shape=infer("shape"), infer_type=infer("dtype"),
+                   gradient=gradient_of(f"_backward{name}"), doc=doc))
+    register(OpDef(f"_backward{name}", backward, params=params,
+                   arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + inputs(p),
+                   outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - num_subgraphs)],
+                   infer_shape=backward_rule, infer_type=backward_rule))
 
 
 def write_outputs(outputs, req, values) -> None:

@@ -6,16 +6,12 @@ get zero gradient.
 """
 from __future__ import annotations
 
-from ..registry import OpDef, register
 from .common import (
     COMMON_PARAMS,
-    backward_rule,
     gather,
-    gradient_of,
-    input_names,
     locs_param,
     merge,
-    output_names,
+    register_pair,
     scalar_bool,
     scatter_add,
     service,
@@ -68,10 +64,4 @@ def backward(octx, p, inputs, outputs, req):
     write_outputs(outputs, req, grads)
 
 
-register(OpDef("_cond", forward, params=PARAMS, arguments=input_names(3), outputs=output_names,
-               infer_shape=_infer("shape"), infer_type=_infer("dtype"),
-               gradient=gradient_of("_backward_cond"), doc=__doc__))
-register(OpDef("_backward_cond", backward, params=PARAMS,
-               arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + input_names(3)(p),
-               outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - 3)],
-               infer_shape=backward_rule, infer_type=backward_rule))
+register_pair("_cond", 3, forward, backward, PARAMS, _infer, __doc__)

@@ -8,15 +8,12 @@ With data :math:`X` (``T`` slices), states :math:`s_0` and free inputs :math:`p`
 """
 from __future__ import annotations
 
-from ..registry import OpDef, Param, register
+from ..registry import Param
 from .common import (
     COMMON_PARAMS,
-    backward_rule,
-    gradient_of,
-    input_names,
     locs_param,
     merge,
-    output_names,
+    register_pair,
     row,
     service,
     stack,
@@ -114,10 +111,4 @@ def backward(octx, p, inputs, outputs, req):
     write_outputs(outputs[nd:], req[nd:], grads[nd:])
 
 
-register(OpDef("_foreach", forward, params=PARAMS, arguments=input_names(1), outputs=output_names,
-               infer_shape=_infer("shape"), infer_type=_infer("dtype"),
-               gradient=gradient_of("_backward_foreach"), doc=__doc__))
-register(OpDef("_backward_foreach", backward, params=PARAMS,
-               arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + input_names(1)(p),
-               outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - 1)],
-               infer_shape=backward_rule, infer_type=backward_rule))
+register_pair("_foreach", 1, forward, backward, PARAMS, _infer, __doc__)

@@ -8,16 +8,13 @@ gradient in reverse; the padding rows get no gradient, ``cond`` is not different
 """
 from __future__ import annotations
 
-from ..registry import OpDef, Param, register
+from ..registry import Param
 from .common import (
     COMMON_PARAMS,
-    backward_rule,
     gather,
-    gradient_of,
-    input_names,
     locs_param,
     merge,
-    output_names,
+    register_pair,
     row,
     scalar_bool,
     scatter_add,
@@ -110,10 +107,4 @@ def backward(octx, p, inputs, outputs, req):
     write_outputs(outputs, req, grads)
 
 
-register(OpDef("_while_loop", forward, params=PARAMS, arguments=input_names(2), outputs=output_names,
-               infer_shape=_infer("shape"), infer_type=_infer("dtype"),
-               gradient=gradient_of("_backward_while_loop"), doc=__doc__))
-register(OpDef("_backward_while_loop", backward, params=PARAMS,
-               arguments=lambda p: [f"ograd{i}" for i in range(p["num_outputs"])] + input_names(2)(p),
-               outputs=lambda p: [f"grad{i}" for i in range(p["num_args"] - 2)],
-               infer_shape=backward_rule, infer_type=backward_rule))
+register_pair("_while_loop", 2, forward, backward, PARAMS, _infer, __doc__)
