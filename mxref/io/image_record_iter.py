@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -63,6 +62,33 @@ _UNSUPPORTED = dict(max_rotate_angle=0, max_shear_ratio=0.0, rotate=-1, max_rand
                     max_random_contrast=0.0, max_random_illumination=0.0, mean_img="", mean_a=0.0, std_a=1.0,
                     shuffle_chunk_size=0, shuffle_chunk_seed=0, ctx="cpu")
 _RAND_MAGIC = 111     # mixed into every seed so seed=0 is not numpy's 0 stream
+
+
+_M64 = (1 << 64) - 1
+
+
+class _Draws:
+    """One record's random draws (crop offsets, the mirror coin): splitmix64 from a key made of
+    (seed, epoch, record position), so a record's draws do not depend on the thread that decodes
+    it; seeding a ``random.Random`` (a 624-word Mersenne state) per record cost more than this."""
+    __slots__ = ("state",)
+
+    def __init__(self, key: int):
+        self.state = key & _M64
+
+    def _next(self) -> int:
+        self.state = z = (self.state + 0x9E3779B97F4A7C15) & _M64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+        return z ^ (z >> 31)
+
+    def randint(self, a: int, b: int) -> int:
+        """Uniform in ``[a, b]`` (the modulo bias of a 64-bit draw is below 2**-50 here)."""
+        return a + self._next() % (b - a + 1)
+
+    def random(self) -> float:
+        """Uniform in ``[0, 1)``."""
+        return (self._next() >> 11) * (1.0 / (1 << 53))
 
 
 def _check_kwargs(kwargs):
@@ -153,7 +179,7 @@ class ImageRecordIter(DataIter):
                              f"label_width is {lw}")
         return lab
 
-    def process(self, raw: bytes, rng: random.Random):
+    def process(self, raw: bytes, rng: "_Draws"):
         """One record -> (CxHxW float32 image, label): decode, resize, crop, mirror, normalize."""
         img, label = self._augment(raw, rng)
         return self._normalize(img[None])[0], label
@@ -163,7 +189,7 @@ class ImageRecordIter(DataIter):
         out = (imgs.astype(np.float32) - self._mean) * self._mult
         return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
-    def _augment(self, raw: bytes, rng: random.Random):
+    def _augment(self, raw: bytes, rng: "_Draws"):
         """One record -> (HxWxC uint8 crop, possibly mirrored, label)."""
         p, (c, h, w) = self.p, self.data_shape
         header, payload = recordio.unpack(raw)
@@ -194,7 +220,7 @@ class ImageRecordIter(DataIter):
             img = img[:, ::-1]
         return img, self._label(header)
 
-    def _fill(self, raw: bytes, rng: random.Random, out: np.ndarray):
+    def _fill(self, raw: bytes, rng: "_Draws", out: np.ndarray):
         """The fast path of one record (``image_record_fast``): decode, then resize, crop, mirror
         and normalize into ``out`` (CxHxW float32) in one C loop; the same pixels and random draws
         as ``_augment`` + ``_normalize``, which still handle an image needing a second resize."""
@@ -256,8 +282,7 @@ class ImageRecordIter(DataIter):
 
     def _rng(self, epoch, pos):
         seed = self.p["seed"] if self.p["seed_aug"] is None else self.p["seed_aug"]
-        # one small generator per record: cheap to seed, and independent of which thread runs it
-        return random.Random(((seed * 1_000_003 + _RAND_MAGIC) * 1_000_003 + epoch) * 1_000_003 + pos)
+        return _Draws(((seed * 1_000_003 + _RAND_MAGIC) * 1_000_003 + epoch) * 1_000_003 + pos)
 
     def _produce(self, epoch, start, q, stop):
         """Background producer: puts (data, label, pad) batches, then (None, next start, exc)."""
