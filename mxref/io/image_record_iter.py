@@ -41,6 +41,7 @@ import numpy as np
 from .. import ndarray as nd
 from .. import recordio
 from ..base import MXNetError
+from ..context import cpu
 from ..image.image import _decode, _pick_interp
 from ..ops.image.resample import resize as _resize
 from . import image_record_fast as _fast
@@ -249,29 +250,37 @@ class ImageRecordIter(DataIter):
         return self._label(header)
 
     def _decode_batch(self, raws, bs):
-        """``(data, labels)`` of a batch's records; ``raws``: (record bytes, position, epoch)."""
+        """``(batch NDArray, its numpy view, labels)`` of a batch's records; ``raws``: (record
+        bytes, position, epoch). The records are written straight into the NDArray's memory (a new
+        array has nothing queued on it in the engine), so ``next`` hands it over without a copy."""
         c, h, w = self.data_shape
+        batch = nd.empty((bs, c, h, w), ctx=cpu())
+        data = batch._data()
         if _fast.C is None:          # pure mode: the numpy reference pipeline
             done = list(self._pool.map(lambda r: self._augment(r[0], self._rng(r[2], r[1])), raws))
             pixels = np.zeros((bs, h, w, c), np.uint8)
             for k, (img, _) in enumerate(done):
                 pixels[k] = img
-            return self._normalize(pixels), [lab for _, lab in done]
-        data = np.zeros((bs, c, h, w), np.float32)
-        # one contiguous run of records per decode thread (a task per record would hand the GIL
-        # over at every record)
-        runs = max(1, min(len(raws), int(self.p["preprocess_threads"])))
-        bounds = [len(raws) * i // runs for i in range(runs + 1)]
+            data[...] = self._normalize(pixels)
+            return batch, data, [lab for _, lab in done]
+        data[len(raws):] = 0
+        # the threads take records one at a time from a shared counter, so on a busy machine a
+        # thread that is not scheduled holds up at most the record it is in, not a fixed share
+        n, labels = len(raws), [None] * len(raws)
+        todo, lock = iter(range(n)), threading.Lock()
 
-        def run(i):
-            return [self._fill(raws[k][0], self._rng(raws[k][2], raws[k][1]), data[k])
-                    for k in range(bounds[i], bounds[i + 1])]
-        # the producing thread takes the first run itself: one thread fewer to wake per batch
-        others = [self._pool.submit(run, i) for i in range(1, runs)]
-        labels = run(0)
-        for f in others:
-            labels += f.result()
-        return data, labels
+        def work():
+            while True:
+                with lock:
+                    k = next(todo, None)
+                if k is None:
+                    return
+                labels[k] = self._fill(raws[k][0], self._rng(raws[k][2], raws[k][1]), data[k])
+        helpers = [self._pool.submit(work) for _ in range(min(n, int(self.p["preprocess_threads"])) - 1)]
+        work()          # the producing thread decodes too
+        for f in helpers:
+            f.result()
+        return batch, data, labels
 
     # -- batches -------------------------------------------------------------------------------------
     def _epoch_order(self, epoch):
@@ -300,13 +309,13 @@ class ImageRecordIter(DataIter):
                     picks += [(nxt[j], epoch + 1) for j in range(pad)]
                     next_start = pad
                 raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
-                data, labels = self._decode_batch(raws, bs)
+                batch, data, labels = self._decode_batch(raws, bs)
                 label = np.zeros(self.provide_label[0].shape, np.float32)
                 for k, lab in enumerate(labels):
                     label[k] = lab if label.ndim == 2 else lab[0]
                 if pad and not self.p["round_batch"]:
                     data[bs - pad:] = 0          # filler rows are zeros, not normalized black
-                q.put((data, label, pad))
+                q.put((batch, label, pad))
                 i += bs
             q.put((None, next_start, None))
         except Exception as e:  # noqa: BLE001 - handed to the consumer, raised in next()
@@ -345,7 +354,7 @@ class ImageRecordIter(DataIter):
             if pad is not None:
                 raise pad
             raise StopIteration
-        return DataBatch([nd.array(data)], [nd.array(label)], pad=pad)
+        return DataBatch([data], [nd.array(label)], pad=pad)
 
     def close(self):
         """Stop the prefetching thread and the decode pool."""
