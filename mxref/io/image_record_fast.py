@@ -77,7 +77,7 @@ def decode(payload: bytes, channels: int) -> np.ndarray:
     full reader, converted as the reference converts.
     """
     kind, pil = _image_codec()
-    frame = jpeg_frame(payload) if kind != "cv2" else None
+    frame = jpeg_frame(payload) if kind != "cv2" and C is not None else None   # pure: the reader
     if frame is None:
         return _decode(payload, 1 if channels == 3 else 0, True)
     w, h, comps = frame
@@ -128,8 +128,25 @@ def _taps(interp: Optional[int], n_out: int, n_in: int) -> Tuple[np.ndarray, np.
 def crop_into(img: np.ndarray, size: Tuple[int, int], interp: Optional[int], y: int, x: int,
               mirror: bool, mean: np.ndarray, mult: np.ndarray, out: np.ndarray) -> None:
     """Resize ``img`` to ``size`` (``(h, w)``; ``interp`` None: no resize), take the ``out``-sized
-    crop at ``(y, x)``, mirror it, normalise it into ``out`` (CxHxW float32)."""
+    crop at ``(y, x)``, mirror it, normalise it into ``out`` (CxHxW float32): one C loop, or its
+    numpy twin in pure mode."""
     (nh, nw), (ih, iw) = size, img.shape[:2]
     ylo, wy = _taps(interp, nh, ih)
     xlo, wx = _taps(interp, nw, iw)
-    C.resize_crop_normalize(img, ylo, wy, xlo, wx, y, x, int(mirror), mean, mult, out)
+    if C is not None:
+        C.resize_crop_normalize(img, ylo, wy, xlo, wx, y, x, int(mirror), mean, mult, out)
+        return
+    # the numpy twin: the same products, summed in the same order (tap by tap, from 0), rounded
+    # half to even and saturated, then normalised in float32
+    h, w = out.shape[1:]
+    r = np.arange(y, y + h)
+    cols = np.arange(x, x + w)[::-1] if mirror else np.arange(x, x + w)
+    src = img.astype(np.float64)
+    rows = np.zeros((h, iw, img.shape[2]))
+    for t in range(wy.shape[1]):
+        rows += wy[r, t][:, None, None] * src[ylo[r] + t]
+    acc = np.zeros((h, w, img.shape[2]))
+    for t in range(wx.shape[1]):
+        acc += wx[cols, t][None, :, None] * rows[:, xlo[cols] + t]
+    px = np.rint(np.clip(acc, 0, 255)).astype(np.float32)
+    out[...] = ((px - mean) * mult).transpose(2, 0, 1)

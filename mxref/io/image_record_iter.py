@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -136,7 +137,7 @@ class ImageRecordIter(DataIter):
         self._mean = np.array([p["mean_r"], p["mean_g"], p["mean_b"]][:self.data_shape[0]], np.float32)
         std = np.array([p["std_r"], p["std_g"], p["std_b"]], np.float32)
         self._mult = (float(p["scale"]) / std)[:self.data_shape[0]]
-        self._pool = ThreadPoolExecutor(max(1, int(p["preprocess_threads"])))
+        self._pool = ThreadPoolExecutor(max(1, int(p["preprocess_threads"])), "ImageRecordIter-decode")
         self._epoch, self._start, self._queue, self._thread, self._finished = 0, 0, None, None, None
         self._stop = threading.Event()
         self.reset()
@@ -222,9 +223,9 @@ class ImageRecordIter(DataIter):
         return img, self._label(header)
 
     def _fill(self, raw: bytes, rng: "_Draws", out: np.ndarray):
-        """The fast path of one record (``image_record_fast``): decode, then resize, crop, mirror
-        and normalize into ``out`` (CxHxW float32) in one C loop; the same pixels and random draws
-        as ``_augment`` + ``_normalize``, which still handle an image needing a second resize."""
+        """One record into ``out`` (CxHxW float32) through ``image_record_fast``: decode, then
+        resize, crop, mirror and normalize in one C loop (pure mode: its numpy twin, after the
+        plain reader); ``_augment`` + ``_normalize`` handle an image needing a second resize."""
         p, (c, h, w) = self.p, self.data_shape
         header, payload = recordio.unpack(raw)
         img = _fast.decode(payload, c)
@@ -256,13 +257,6 @@ class ImageRecordIter(DataIter):
         c, h, w = self.data_shape
         batch = nd.empty((bs, c, h, w), ctx=cpu())
         data = batch._data()
-        if _fast.C is None:          # pure mode: the numpy reference pipeline
-            done = list(self._pool.map(lambda r: self._augment(r[0], self._rng(r[2], r[1])), raws))
-            pixels = np.zeros((bs, h, w, c), np.uint8)
-            for k, (img, _) in enumerate(done):
-                pixels[k] = img
-            data[...] = self._normalize(pixels)
-            return batch, data, [lab for _, lab in done]
         data[len(raws):] = 0
         # the threads take records one at a time from a shared counter, so on a busy machine a
         # thread that is not scheduled holds up at most the record it is in, not a fixed share
@@ -293,43 +287,31 @@ class ImageRecordIter(DataIter):
         seed = self.p["seed"] if self.p["seed_aug"] is None else self.p["seed_aug"]
         return _Draws(((seed * 1_000_003 + _RAND_MAGIC) * 1_000_003 + epoch) * 1_000_003 + pos)
 
-    def _produce(self, epoch, start, q, stop):
-        """Background producer: puts (data, label, pad) batches, then (None, next start, exc)."""
-        try:
-            order, bs, n = self._epoch_order(epoch), self.batch_size, len(self._positions)
-            i, next_start = start, 0
-            while i < n and not stop.is_set():
-                picks = [(order[j], epoch) for j in range(i, min(i + bs, n))]
-                pad = bs - len(picks)
-                if pad and self.p["round_batch"]:
-                    if pad > n:
-                        raise MXNetError("ImageRecordIter: number of input images must be bigger than "
-                                         "the batch size")
-                    nxt = self._epoch_order(epoch + 1)
-                    picks += [(nxt[j], epoch + 1) for j in range(pad)]
-                    next_start = pad
-                raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
-                batch, data, labels = self._decode_batch(raws, bs)
-                label = np.zeros(self.provide_label[0].shape, np.float32)
-                for k, lab in enumerate(labels):
-                    label[k] = lab if label.ndim == 2 else lab[0]
-                if pad and not self.p["round_batch"]:
-                    data[bs - pad:] = 0          # filler rows are zeros, not normalized black
-                q.put((batch, label, pad))
-                i += bs
-            q.put((None, next_start, None))
-        except Exception as e:  # noqa: BLE001 - handed to the consumer, raised in next()
-            q.put((None, 0, e))
+    def _make_batch(self, order, i, epoch):
+        """The batch that starts at ``order[i]``: ``(batch, label, pad, next epoch's start)``."""
+        bs, n, next_start = self.batch_size, len(self._positions), 0
+        picks = [(order[j], epoch) for j in range(i, min(i + bs, n))]
+        pad = bs - len(picks)
+        if pad and self.p["round_batch"]:
+            if pad > n:
+                raise MXNetError("ImageRecordIter: number of input images must be bigger than the batch size")
+            nxt = self._epoch_order(epoch + 1)
+            picks += [(nxt[j], epoch + 1) for j in range(pad)]
+            next_start = pad
+        raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
+        batch, data, labels = self._decode_batch(raws, bs)
+        label = np.zeros(self.provide_label[0].shape, np.float32)
+        for k, lab in enumerate(labels):
+            label[k] = lab if label.ndim == 2 else lab[0]
+        if pad and not self.p["round_batch"]:
+            data[bs - pad:] = 0          # filler rows are zeros, not normalized black
+        return batch, label, pad, next_start
 
     def _stop_thread(self):
         if self._thread is not None:
-            self._stop.set()
-            while self._thread.is_alive():
-                try:
-                    self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            self._thread.join()
+            self._stop.set()             # the producer sees it at its next put, or between batches
+            if self._thread is not threading.current_thread():      # (__del__ may run there)
+                self._thread.join()
             self._thread = None
 
     def reset(self):
@@ -340,8 +322,9 @@ class ImageRecordIter(DataIter):
         self._finished = None
         self._stop = threading.Event()
         self._queue = queue.Queue(max(1, int(self.p["prefetch_buffer"])))
-        self._thread = threading.Thread(target=self._produce, daemon=True,
-                                        args=(self._epoch, self._start, self._queue, self._stop))
+        self._thread = threading.Thread(target=_produce, daemon=True, name="ImageRecordIter",
+                                        args=(weakref.ref(self), self._epoch, self._start, self._queue,
+                                              self._stop))
         self._thread.start()
 
     def next(self):
@@ -366,3 +349,44 @@ class ImageRecordIter(DataIter):
             self.close()
         except Exception:  # noqa: BLE001,S110 - interpreter shutdown
             pass
+
+
+def _put(q, item, stop, ref) -> bool:
+    """Put ``item`` unless the iterator was stopped or dropped meanwhile (then False)."""
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            if ref() is None:
+                return False
+    return False
+
+
+def _produce(ref, epoch, start, q, stop):
+    """Background producer: puts (data, label, pad) batches, then (None, next start, exc).
+
+    It holds the iterator (``ref`` is a weak reference) only while it builds a batch, so an
+    iterator dropped without ``close()`` is still collected, and its ``__del__`` stops this thread
+    and the decode pool.
+    """
+    it = None
+    try:
+        it = ref()
+        if it is None:
+            return
+        order, n, bs = it._epoch_order(epoch), len(it._positions), it.batch_size
+        i, next_start, it = start, 0, None
+        while i < n and not stop.is_set():
+            it = ref()
+            if it is None:
+                return
+            batch, label, pad, nxt = it._make_batch(order, i, epoch)
+            it, next_start = None, nxt or next_start
+            if not _put(q, (batch, label, pad), stop, ref):
+                return
+            i += bs
+        _put(q, (None, next_start, None), stop, ref)
+    except Exception as e:  # noqa: BLE001 - handed to the consumer, raised in next()
+        it = None
+        _put(q, (None, 0, e), stop, ref)
