@@ -34,11 +34,17 @@ def resize_crop_normalize(const unsigned char[:, :, :] img, const Py_ssize_t[::1
     cdef Py_ssize_t C = img.shape[2], h = out.shape[1], w = out.shape[2]
     cdef Py_ssize_t ty = wy.shape[1], tx = wx.shape[1]
     cdef Py_ssize_t rs = img.strides[0], ps = img.strides[1], cs = img.strides[2]
-    cdef Py_ssize_t i, j, k, l, c, col, r, x_lo, x_hi, n
+    cdef Py_ssize_t i, j, k, l, c, col, r, x_lo, x_hi, n, P
     cdef double acc, v, a0, a1, a2
     cdef double* rows
     cdef double* rp
     cdef const unsigned char* base = &img[0, 0, 0]
+    cdef const double* wp
+    cdef float* o0
+    cdef float* o1
+    cdef float* o2
+    cdef Py_ssize_t* offs
+    cdef float m0 = mean[0], m1 = mean[C - 1], m2 = mean[C - 1], k0 = mult[0], k1 = mult[C - 1], k2 = mult[C - 1]
     cdef const unsigned char* src
     x_lo, x_hi = xlo[x0], xlo[x0] + tx     # the source columns the crop reads: one filtered row's span
     for j in range(w):
@@ -46,12 +52,23 @@ def resize_crop_normalize(const unsigned char[:, :, :] img, const Py_ssize_t[::1
             x_lo = xlo[x0 + j]
         if xlo[x0 + j] + tx > x_hi:
             x_hi = xlo[x0 + j] + tx
-    n = (x_hi - x_lo) * C
+    if C == 3:
+        m1, m2, k1, k2 = mean[1], mean[2], mult[1], mult[2]
+    # the filtered row's pixel stride: 4 for Pillow's RGBX (the unused X byte is filtered too, so
+    # the row pass runs over contiguous bytes), else the channel count
+    P = 4 if (C == 3 and cs == 1 and ps == 4) else C
+    n = (x_hi - x_lo) * P
     with nogil:
         rows = <double*> malloc(max(n, 1) * sizeof(double))
-        if rows == NULL:
+        offs = <Py_ssize_t*> malloc(max(w, 1) * sizeof(Py_ssize_t))
+        if rows == NULL or offs == NULL:
+            free(rows)
+            free(offs)
             with gil:
                 raise MemoryError("ImageRecordIter: no memory for a resize row")
+        for j in range(w):          # where output column j's taps start in a filtered row
+            col = x0 + (w - 1 - j if mirror else j)
+            offs[j] = (xlo[col] - x_lo) * P
         for i in range(h):
             r = y0 + i
             for l in range(n):
@@ -59,35 +76,36 @@ def resize_crop_normalize(const unsigned char[:, :, :] img, const Py_ssize_t[::1
             for k in range(ty):
                 v = wy[r, k]
                 src = base + (ylo[r] + k) * rs + x_lo * ps
-                if cs == 1 and ps == C:
+                if cs == 1 and ps == P:
                     for l in range(n):
                         rows[l] += v * src[l]
-                elif cs == 1 and C == 3:        # RGB inside 4-byte pixels (Pillow's RGBX)
-                    for l in range(x_hi - x_lo):
-                        rows[3 * l] += v * src[l * ps]
-                        rows[3 * l + 1] += v * src[l * ps + 1]
-                        rows[3 * l + 2] += v * src[l * ps + 2]
                 else:
                     for l in range(x_hi - x_lo):
                         for c in range(C):
                             rows[l * C + c] += v * src[l * ps + c * cs]
-            for j in range(w):
-                col = x0 + (w - 1 - j if mirror else j)
-                rp = rows + (xlo[col] - x_lo) * C
-                if C == 3:      # the three channels in one sweep of the taps (same order per channel)
+            if C == 3:      # the three channels in one sweep of the taps (same order per channel)
+                o0, o1, o2 = &out[0, i, 0], &out[1, i, 0], &out[2, i, 0]
+                for j in range(w):
+                    col = x0 + (w - 1 - j if mirror else j)
+                    wp = &wx[col, 0]
+                    rp = rows + offs[j]
                     a0 = a1 = a2 = 0
                     for l in range(tx):
-                        v = wx[col, l]
-                        a0 += v * rp[3 * l]
-                        a1 += v * rp[3 * l + 1]
-                        a2 += v * rp[3 * l + 2]
-                    out[0, i, j] = (_to_u8(a0) - mean[0]) * mult[0]
-                    out[1, i, j] = (_to_u8(a1) - mean[1]) * mult[1]
-                    out[2, i, j] = (_to_u8(a2) - mean[2]) * mult[2]
-                    continue
+                        v = wp[l]
+                        a0 += v * rp[P * l]
+                        a1 += v * rp[P * l + 1]
+                        a2 += v * rp[P * l + 2]
+                    o0[j] = (_to_u8(a0) - m0) * k0
+                    o1[j] = (_to_u8(a1) - m1) * k1
+                    o2[j] = (_to_u8(a2) - m2) * k2
+                continue
+            for j in range(w):
+                col = x0 + (w - 1 - j if mirror else j)
+                rp = rows + offs[j]
                 for c in range(C):
                     acc = 0
                     for l in range(tx):
                         acc += wx[col, l] * rp[l * C + c]
                     out[c, i, j] = (_to_u8(acc) - mean[c]) * mult[c]
+        free(offs)
         free(rows)

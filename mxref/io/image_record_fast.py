@@ -1,14 +1,19 @@
-"""ImageRecordIter's fast per-record path: JPEG through Pillow's C decoder, then one C loop
-(``mxref/_ext/image_kernels.pyx``) resizes, crops, mirrors and normalises into the batch.
+"""ImageRecordIter's per-record path: a JPEG decoded by libjpeg straight into a numpy buffer, then
+one C loop (``mxref/_ext/image_kernels.pyx``) resizes, crops, mirrors and normalises into the batch.
 
-The reference path (``ImageRecordIter._augment`` + ``_normalize``) opens each image with
-``PIL.Image.open``, whose JPEG plugin parses the markers in Python, and runs about ten numpy calls
-per image; on small images that Python time, which holds the GIL, is most of the work and the
-decode threads queue on it. Here ``Image.frombytes(..., "jpeg")`` decodes with the same libjpeg
-call given the size read from the frame header, and the kernel applies the same separable resize
-weights (``resample._weights``) restricted to the crop's rows and columns, so the pixels are the
-reference's. Anything else (PNG, CMYK or Adobe-transformed JPEG, OpenCV installed, two resizes)
-takes the reference path.
+``decode`` reads a JPEG's size from its frame header and runs Pillow's libjpeg decoder
+(``Image.core.jpeg_decoder``) on a Pillow image mapped over a fresh numpy buffer
+(``Image.core.map_buffer``): no Pillow image to allocate and copy out, no Python marker parsing,
+and Pillow releases the GIL while libjpeg works. RGB lands as Pillow's 4-byte RGBX pixels, so the
+result is a strided RGB view, which the C loop reads as it is. PNG, CMYK or Adobe-transformed
+JPEG, a colour/gray conversion, an installed OpenCV (then ``cv2.imdecode``) or a Pillow without
+those entry points take the general reader (``image._decode``): the same pixels.
+
+``crop_into`` applies the separable resize weights (``resample._weights``) as compact taps,
+only for the crop's rows and columns: sums in double precision tap by tap, rounding half to even,
+saturation, then ``(pixel - mean) * mult`` in float32. Its numpy twin (pure mode) does the same
+operations in the same order, so both give the same bits; ``resample.resize`` (BLAS products)
+can round an upscaled pixel one level the other way.
 """
 from __future__ import annotations
 

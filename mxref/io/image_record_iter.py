@@ -17,14 +17,17 @@ them. MXNet's other augmentation parameters (``max_rotate_angle``, ``max_shear_r
 ``random_resized_crop``, ``pad``, ``brightness``, ...) raise MXNetError when set to anything but
 their default, rather than being ignored.
 
-Randomness: each record's crop and flip come from a generator seeded by ``(seed, epoch, record
-position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from MXNet's
-(which draws from per-thread generators), not its distribution. Decoding runs on
-``preprocess_threads`` threads (the producing thread and a pool), each taking a contiguous run of
-the batch's records; with the Cython extension each record goes through ``image_record_fast``
-(libjpeg through Pillow, one C loop for resize + crop + mirror + normalize, the same bits), in
-pure mode through ``_augment`` and the batch-wide ``_normalize``; a background thread keeps up to
-``prefetch_buffer`` batches ready. Without ``path_imgidx`` the records are read into memory once.
+Randomness: each record's crop and flip come from a splitmix64 stream keyed by ``(seed, epoch,
+record position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from
+MXNet's (which draws from per-thread generators), not its distribution. Decoding runs on
+``preprocess_threads`` threads (the producing thread and a pool) that take the batch's records one
+at a time; each record goes through ``image_record_fast`` (a JPEG decoded by libjpeg straight
+into a numpy buffer, then one C loop for resize + crop + mirror + normalize written into the
+batch's NDArray; pure mode: Pillow's reader and the loop's numpy twin, the same bits). Pillow's
+decoder and the C loop release the GIL, so the threads overlap; the Python left per record (record
+header, draws, labels) is small. A background thread keeps up to ``prefetch_buffer`` batches
+ready; it holds the iterator only while it builds a batch, so an iterator dropped without
+``close()`` still stops its threads. Without ``path_imgidx`` the records are read into memory once.
 ``round_batch=True`` fills the last batch from the start of the data and reports ``pad``; as in
 MXNet, the next epoch then starts after the records so borrowed. ``round_batch=False`` zero-fills
 the last batch and reports the number of filler rows in ``pad``.
