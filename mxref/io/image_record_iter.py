@@ -173,6 +173,8 @@ class ImageRecordIter(DataIter):
     # -- one record ----------------------------------------------------------------------------------
     def _label(self, header):
         lw = int(self.p["label_width"])
+        if lw == 1 and self._label_map is None and header.label.__class__ is float:
+            return header.label          # the common case, without a numpy array per record
         if self._label_map is not None:
             lab = self._label_map.get(int(header.id))
             if lab is None:
@@ -187,7 +189,7 @@ class ImageRecordIter(DataIter):
     def process(self, raw: bytes, rng: "_Draws"):
         """One record -> (CxHxW float32 image, label): decode, resize, crop, mirror, normalize."""
         img, label = self._augment(raw, rng)
-        return self._normalize(img[None])[0], label
+        return self._normalize(img[None])[0], np.atleast_1d(np.asarray(label, np.float32))
 
     def _normalize(self, imgs: np.ndarray) -> np.ndarray:
         """NxHxWxC uint8 -> NxCxHxW float32 ``(pixel - mean) * scale / std``, for a whole batch at once."""
@@ -304,8 +306,11 @@ class ImageRecordIter(DataIter):
         raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
         batch, data, labels = self._decode_batch(raws, bs)
         label = np.zeros(self.provide_label[0].shape, np.float32)
-        for k, lab in enumerate(labels):
-            label[k] = lab if label.ndim == 2 else lab[0]
+        if label.ndim == 1:
+            label[:len(labels)] = [lab if lab.__class__ is float else lab[0] for lab in labels]
+        else:
+            for k, lab in enumerate(labels):
+                label[k] = lab
         if pad and not self.p["round_batch"]:
             data[bs - pad:] = 0          # filler rows are zeros, not normalized black
         return batch, label, pad, next_start
