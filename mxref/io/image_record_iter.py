@@ -255,26 +255,29 @@ class ImageRecordIter(DataIter):
         _fast.crop_into(img, size, code, y, x, bool(mirror), self._mean, self._mult, out)
         return self._label(header)
 
-    def _decode_batch(self, raws, bs):
-        """``(batch NDArray, its numpy view, labels)`` of a batch's records; ``raws``: (record
-        bytes, position, epoch). The records are written straight into the NDArray's memory (a new
-        array has nothing queued on it in the engine), so ``next`` hands it over without a copy."""
+    def _decode_batch(self, picks, bs):
+        """``(batch NDArray, its numpy view, labels)`` of a batch's records; ``picks``: (position,
+        epoch). The records are written straight into the NDArray's memory (a new array has
+        nothing queued on it in the engine), so ``next`` hands it over without a copy."""
         c, h, w = self.data_shape
         batch = nd.empty((bs, c, h, w), ctx=cpu())
         data = batch._data()
-        data[len(raws):] = 0
+        data[len(picks):] = 0
         # the threads take records one at a time from a shared counter, so on a busy machine a
-        # thread that is not scheduled holds up at most the record it is in, not a fixed share
-        n, labels = len(raws), [None] * len(raws)
+        # thread that is not scheduled holds up at most the record it is in, not a fixed share;
+        # each reads its record under the same lock (one file handle), while the others decode
+        n, labels = len(picks), [None] * len(picks)
         todo, lock = iter(range(n)), threading.Lock()
 
         def work():
             while True:
                 with lock:
                     k = next(todo, None)
-                if k is None:
-                    return
-                labels[k] = self._fill(raws[k][0], self._rng(raws[k][2], raws[k][1]), data[k])
+                    if k is None:
+                        return
+                    pos, epoch = picks[k]
+                    raw = self._raw(pos)
+                labels[k] = self._fill(raw, self._rng(epoch, pos), data[k])
         helpers = [self._pool.submit(work) for _ in range(min(n, int(self.p["preprocess_threads"])) - 1)]
         work()          # the producing thread decodes too
         for f in helpers:
@@ -303,8 +306,7 @@ class ImageRecordIter(DataIter):
             nxt = self._epoch_order(epoch + 1)
             picks += [(nxt[j], epoch + 1) for j in range(pad)]
             next_start = pad
-        raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
-        batch, data, labels = self._decode_batch(raws, bs)
+        batch, data, labels = self._decode_batch(picks, bs)
         label = np.zeros(self.provide_label[0].shape, np.float32)
         if label.ndim == 1:
             label[:len(labels)] = [lab if lab.__class__ is float else lab[0] for lab in labels]
