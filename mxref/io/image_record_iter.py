@@ -320,6 +320,11 @@ class ImageRecordIter(DataIter):
     def _stop_thread(self):
         if self._thread is not None:
             self._stop.set()             # the producer sees it at its next put, or between batches
+            try:
+                while True:              # room in the queue: a producer waiting to put wakes now
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
             if self._thread is not threading.current_thread():      # (__del__ may run there)
                 self._thread.join()
             self._thread = None

@@ -208,3 +208,14 @@ def test_bad_record_raises_in_next_and_leaves_no_threads(tmp_path):
     it.next()
     del it
     assert _threads_gone(before)
+
+
+def test_process_one_record_as_reference(tmp_path):
+    """``process`` (one record, the reference steps) gives the batch row and a 1-d float32 label."""
+    rec, idx = _pack(tmp_path, n=4)
+    it = mx.io.ImageRecordIter(rec, (3, 6, 7), 4, path_imgidx=idx, preprocess_threads=1)
+    first = it.next()
+    img, label = it.process(it._raw(1), it._rng(0, 1))
+    it.close()
+    np.testing.assert_array_equal(img, first.data[0].asnumpy()[1])
+    assert label.dtype == np.float32 and label.tolist() == [1.0]
