@@ -60,6 +60,7 @@ def jpeg_frame(data: bytes) -> Optional[Tuple[int, int, int]]:
     return None
 
 
+@functools.lru_cache(maxsize=None)
 def _pil_core():
     """Pillow's C entry points that decode a JPEG straight into a caller's buffer
     (``map_buffer`` + ``jpeg_decoder``), or None when this Pillow lacks them."""
@@ -86,7 +87,7 @@ def decode(payload: bytes, channels: int) -> np.ndarray:
     if frame is None:
         return _decode(payload, 1 if channels == 3 else 0, True)
     w, h, comps = frame
-    core = _CORE
+    core = _pil_core()         # cached; looked up on first use so that import mxref needs no Pillow
     if core is not None and comps == channels:
         mode = "RGBX" if comps == 3 else "L"
         buf = np.empty((h, w, 4 if comps == 3 else 1), np.uint8)
@@ -109,9 +110,6 @@ def decode(payload: bytes, channels: int) -> np.ndarray:
         img = img.convert(want)
     arr = np.asarray(img)
     return arr if arr.ndim == 3 else arr[:, :, None]
-
-
-_CORE = _pil_core()
 
 
 @functools.lru_cache(maxsize=512)
