@@ -5,7 +5,8 @@ each system then iterates full epochs with batch 32, ``resize=60``, ``rand_crop`
 mean/std normalization, ``data_shape=(3, 56, 56)`` and ``preprocess_threads=N``. Reported: the
 median images/s over all timed epochs (``--epochs`` per run, after a warm-up epoch) of
 ``--runs`` runs per system, each run its own subprocess, the systems taking turns (the load of a
-shared machine drifts), and mxref / MXNet.
+shared machine drifts), and mxref / MXNet; also the median process CPU time per image (all
+threads), which a busy machine moves much less than the rate.
 
     python benchmarks/bench_image_record_iter.py [--threads 2] [--epochs 5] [--runs 3] [--mxnet /path/python]
 
@@ -48,20 +49,22 @@ def pack(folder, n=500):
 
 
 def measure(side, folder, threads, rounds):
-    """Images/s of each round (one full epoch) with ``side``'s ImageRecordIter."""
+    """``{"rates": images/s, "cpu_us": process CPU µs per image}`` of each round (one full epoch)
+    with ``side``'s ImageRecordIter."""
     mx = import_system(side)        # mxref from this checkout, not whichever one is installed
     it = mx.io.ImageRecordIter(path_imgrec=os.path.join(folder, "b.rec"),
                                path_imgidx=os.path.join(folder, "b.idx"), preprocess_threads=threads, **KW)
-    rates = []
+    rates, cpu = [], []
     for r in range(rounds + 1):
         it.reset()
-        t0, n = time.perf_counter(), 0
+        t0, c0, n = time.perf_counter(), time.process_time(), 0
         for batch in it:
             batch.data[0].asnumpy()
             n += KW["batch_size"] - batch.pad
         if r:                       # round 0 warms up (threads, caches)
             rates.append(n / (time.perf_counter() - t0))
-    return rates
+            cpu.append((time.process_time() - c0) / n * 1e6)
+    return {"rates": rates, "cpu_us": cpu}
 
 
 def main():
@@ -81,16 +84,19 @@ def main():
         pack(folder)
         runs = interleaved_runs(__file__, systems, ["--folder", folder, "--threads", str(a.threads),
                                                     "--epochs", str(a.epochs)], a.runs)
-    med = {s: statistics.median([r for run in rs for r in run]) for s, rs in runs.items()}
+    med = {s: statistics.median([r for run in rs for r in run["rates"]]) for s, rs in runs.items()}
+    cpu = {s: statistics.median([c for run in rs for c in run["cpu_us"]]) for s, rs in runs.items()}
     print(f"threads={a.threads}, median of {a.epochs} epochs x {a.runs} runs, "
           f"load average {os.getloadavg()[0]:.1f}")
     for s, _ in systems:
         if s in med:
-            print(f"{'mxref' if s == 'mxref' else 'MXNet 1.9.1':12} {med[s]:10,.0f} images/s")
+            print(f"{'mxref' if s == 'mxref' else 'MXNet 1.9.1':12} {med[s]:10,.0f} images/s "
+                  f"{cpu[s]:8.0f} µs of process CPU per image")
     if "mxnet" not in med:
         print("MXNet interpreter not found: no ratio")
         return
-    print(f"mxref / MXNet: {med['mxref'] / med['mxnet']:.2f}x (target >= 0.8x)")
+    print(f"mxref / MXNet: {med['mxref'] / med['mxnet']:.2f}x (target >= 0.8x); "
+          f"CPU per image, MXNet / mxref: {cpu['mxnet'] / cpu['mxref']:.2f}x")
 
 
 if __name__ == "__main__":

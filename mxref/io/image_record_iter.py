@@ -17,14 +17,17 @@ them. MXNet's other augmentation parameters (``max_rotate_angle``, ``max_shear_r
 ``random_resized_crop``, ``pad``, ``brightness``, ...) raise MXNetError when set to anything but
 their default, rather than being ignored.
 
-Randomness: each record's crop and flip come from a generator seeded by ``(seed, epoch, record
-position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from MXNet's
-(which draws from per-thread generators), not its distribution. Decoding runs on
-``preprocess_threads`` threads (the producing thread and a pool), each taking a contiguous run of
-the batch's records; with the Cython extension each record goes through ``image_record_fast``
-(libjpeg through Pillow, one C loop for resize + crop + mirror + normalize, the same bits), in
-pure mode through ``_augment`` and the batch-wide ``_normalize``; a background thread keeps up to
-``prefetch_buffer`` batches ready. Without ``path_imgidx`` the records are read into memory once.
+Randomness: each record's crop and flip come from a splitmix64 stream keyed by ``(seed, epoch,
+record position)``, so a batch does not depend on ``preprocess_threads``; the stream differs from
+MXNet's (which draws from per-thread generators), not its distribution. Decoding runs on
+``preprocess_threads`` threads (the producing thread and a pool) that take the batch's records one
+at a time; each record goes through ``image_record_fast`` (a JPEG decoded by libjpeg straight
+into a numpy buffer, then one C loop for resize + crop + mirror + normalize written into the
+batch's NDArray; pure mode: Pillow's reader and the loop's numpy twin, the same bits). Pillow's
+decoder and the C loop release the GIL, so the threads overlap; the Python left per record (record
+header, draws, labels) is small. A background thread keeps up to ``prefetch_buffer`` batches
+ready; it holds the iterator only while it builds a batch, so an iterator dropped without
+``close()`` still stops its threads. Without ``path_imgidx`` the records are read into memory once.
 ``round_batch=True`` fills the last batch from the start of the data and reports ``pad``; as in
 MXNet, the next epoch then starts after the records so borrowed. ``round_batch=False`` zero-fills
 the last batch and reports the number of filler rows in ``pad``.
@@ -33,8 +36,8 @@ from __future__ import annotations
 
 import logging
 import queue
-import random
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -42,6 +45,7 @@ import numpy as np
 from .. import ndarray as nd
 from .. import recordio
 from ..base import MXNetError
+from ..context import cpu
 from ..image.image import _decode, _pick_interp
 from ..ops.image.resample import resize as _resize
 from . import image_record_fast as _fast
@@ -63,6 +67,33 @@ _UNSUPPORTED = dict(max_rotate_angle=0, max_shear_ratio=0.0, rotate=-1, max_rand
                     max_random_contrast=0.0, max_random_illumination=0.0, mean_img="", mean_a=0.0, std_a=1.0,
                     shuffle_chunk_size=0, shuffle_chunk_seed=0, ctx="cpu")
 _RAND_MAGIC = 111     # mixed into every seed so seed=0 is not numpy's 0 stream
+
+
+_M64 = (1 << 64) - 1
+
+
+class _Draws:
+    """One record's random draws (crop offsets, the mirror coin): splitmix64 from a key made of
+    (seed, epoch, record position), so a record's draws do not depend on the thread that decodes
+    it; seeding a ``random.Random`` (a 624-word Mersenne state) per record cost more than this."""
+    __slots__ = ("state",)
+
+    def __init__(self, key: int):
+        self.state = key & _M64
+
+    def _next(self) -> int:
+        self.state = z = (self.state + 0x9E3779B97F4A7C15) & _M64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+        return z ^ (z >> 31)
+
+    def randint(self, a: int, b: int) -> int:
+        """Uniform in ``[a, b]`` (the modulo bias of a 64-bit draw is below 2**-50 here)."""
+        return a + self._next() % (b - a + 1)
+
+    def random(self) -> float:
+        """Uniform in ``[0, 1)``."""
+        return (self._next() >> 11) * (1.0 / (1 << 53))
 
 
 def _check_kwargs(kwargs):
@@ -109,7 +140,7 @@ class ImageRecordIter(DataIter):
         self._mean = np.array([p["mean_r"], p["mean_g"], p["mean_b"]][:self.data_shape[0]], np.float32)
         std = np.array([p["std_r"], p["std_g"], p["std_b"]], np.float32)
         self._mult = (float(p["scale"]) / std)[:self.data_shape[0]]
-        self._pool = ThreadPoolExecutor(max(1, int(p["preprocess_threads"])))
+        self._pool = ThreadPoolExecutor(max(1, int(p["preprocess_threads"])), "ImageRecordIter-decode")
         self._epoch, self._start, self._queue, self._thread, self._finished = 0, 0, None, None, None
         self._stop = threading.Event()
         self.reset()
@@ -142,6 +173,8 @@ class ImageRecordIter(DataIter):
     # -- one record ----------------------------------------------------------------------------------
     def _label(self, header):
         lw = int(self.p["label_width"])
+        if lw == 1 and self._label_map is None and header.label.__class__ is float:
+            return header.label          # the common case, without a numpy array per record
         if self._label_map is not None:
             lab = self._label_map.get(int(header.id))
             if lab is None:
@@ -153,17 +186,17 @@ class ImageRecordIter(DataIter):
                              f"label_width is {lw}")
         return lab
 
-    def process(self, raw: bytes, rng: random.Random):
+    def process(self, raw: bytes, rng: "_Draws"):
         """One record -> (CxHxW float32 image, label): decode, resize, crop, mirror, normalize."""
         img, label = self._augment(raw, rng)
-        return self._normalize(img[None])[0], label
+        return self._normalize(img[None])[0], np.atleast_1d(np.asarray(label, np.float32))
 
     def _normalize(self, imgs: np.ndarray) -> np.ndarray:
         """NxHxWxC uint8 -> NxCxHxW float32 ``(pixel - mean) * scale / std``, for a whole batch at once."""
         out = (imgs.astype(np.float32) - self._mean) * self._mult
         return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
-    def _augment(self, raw: bytes, rng: random.Random):
+    def _augment(self, raw: bytes, rng: "_Draws"):
         """One record -> (HxWxC uint8 crop, possibly mirrored, label)."""
         p, (c, h, w) = self.p, self.data_shape
         header, payload = recordio.unpack(raw)
@@ -194,10 +227,10 @@ class ImageRecordIter(DataIter):
             img = img[:, ::-1]
         return img, self._label(header)
 
-    def _fill(self, raw: bytes, rng: random.Random, out: np.ndarray):
-        """The fast path of one record (``image_record_fast``): decode, then resize, crop, mirror
-        and normalize into ``out`` (CxHxW float32) in one C loop; the same pixels and random draws
-        as ``_augment`` + ``_normalize``, which still handle an image needing a second resize."""
+    def _fill(self, raw: bytes, rng: "_Draws", out: np.ndarray):
+        """One record into ``out`` (CxHxW float32) through ``image_record_fast``: decode, then
+        resize, crop, mirror and normalize in one C loop (pure mode: its numpy twin, after the
+        plain reader); ``_augment`` + ``_normalize`` handle an image needing a second resize."""
         p, (c, h, w) = self.p, self.data_shape
         header, payload = recordio.unpack(raw)
         img = _fast.decode(payload, c)
@@ -222,30 +255,34 @@ class ImageRecordIter(DataIter):
         _fast.crop_into(img, size, code, y, x, bool(mirror), self._mean, self._mult, out)
         return self._label(header)
 
-    def _decode_batch(self, raws, bs):
-        """``(data, labels)`` of a batch's records; ``raws``: (record bytes, position, epoch)."""
+    def _decode_batch(self, picks, bs):
+        """``(batch NDArray, its numpy view, labels)`` of a batch's records; ``picks``: (position,
+        epoch). The records are written straight into the NDArray's memory (a new array has
+        nothing queued on it in the engine), so ``next`` hands it over without a copy."""
         c, h, w = self.data_shape
-        if _fast.C is None:          # pure mode: the numpy reference pipeline
-            done = list(self._pool.map(lambda r: self._augment(r[0], self._rng(r[2], r[1])), raws))
-            pixels = np.zeros((bs, h, w, c), np.uint8)
-            for k, (img, _) in enumerate(done):
-                pixels[k] = img
-            return self._normalize(pixels), [lab for _, lab in done]
-        data = np.zeros((bs, c, h, w), np.float32)
-        # one contiguous run of records per decode thread (a task per record would hand the GIL
-        # over at every record)
-        runs = max(1, min(len(raws), int(self.p["preprocess_threads"])))
-        bounds = [len(raws) * i // runs for i in range(runs + 1)]
+        batch = nd.empty((bs, c, h, w), ctx=cpu())
+        data = batch._data()
+        data[len(picks):] = 0
+        # the threads take records one at a time from a shared counter, so on a busy machine a
+        # thread that is not scheduled holds up at most the record it is in, not a fixed share;
+        # each reads its record under the same lock (one file handle), while the others decode
+        n, labels = len(picks), [None] * len(picks)
+        todo, lock = iter(range(n)), threading.Lock()
 
-        def run(i):
-            return [self._fill(raws[k][0], self._rng(raws[k][2], raws[k][1]), data[k])
-                    for k in range(bounds[i], bounds[i + 1])]
-        # the producing thread takes the first run itself: one thread fewer to wake per batch
-        others = [self._pool.submit(run, i) for i in range(1, runs)]
-        labels = run(0)
-        for f in others:
-            labels += f.result()
-        return data, labels
+        def work():
+            while True:
+                with lock:
+                    k = next(todo, None)
+                    if k is None:
+                        return
+                    pos, epoch = picks[k]
+                    raw = self._raw(pos)
+                labels[k] = self._fill(raw, self._rng(epoch, pos), data[k])
+        helpers = [self._pool.submit(work) for _ in range(min(n, int(self.p["preprocess_threads"])) - 1)]
+        work()          # the producing thread decodes too
+        for f in helpers:
+            f.result()
+        return batch, data, labels
 
     # -- batches -------------------------------------------------------------------------------------
     def _epoch_order(self, epoch):
@@ -256,46 +293,40 @@ class ImageRecordIter(DataIter):
 
     def _rng(self, epoch, pos):
         seed = self.p["seed"] if self.p["seed_aug"] is None else self.p["seed_aug"]
-        # one small generator per record: cheap to seed, and independent of which thread runs it
-        return random.Random(((seed * 1_000_003 + _RAND_MAGIC) * 1_000_003 + epoch) * 1_000_003 + pos)
+        return _Draws(((seed * 1_000_003 + _RAND_MAGIC) * 1_000_003 + epoch) * 1_000_003 + pos)
 
-    def _produce(self, epoch, start, q, stop):
-        """Background producer: puts (data, label, pad) batches, then (None, next start, exc)."""
-        try:
-            order, bs, n = self._epoch_order(epoch), self.batch_size, len(self._positions)
-            i, next_start = start, 0
-            while i < n and not stop.is_set():
-                picks = [(order[j], epoch) for j in range(i, min(i + bs, n))]
-                pad = bs - len(picks)
-                if pad and self.p["round_batch"]:
-                    if pad > n:
-                        raise MXNetError("ImageRecordIter: number of input images must be bigger than "
-                                         "the batch size")
-                    nxt = self._epoch_order(epoch + 1)
-                    picks += [(nxt[j], epoch + 1) for j in range(pad)]
-                    next_start = pad
-                raws = [(self._raw(pos), pos, ep) for pos, ep in picks]
-                data, labels = self._decode_batch(raws, bs)
-                label = np.zeros(self.provide_label[0].shape, np.float32)
-                for k, lab in enumerate(labels):
-                    label[k] = lab if label.ndim == 2 else lab[0]
-                if pad and not self.p["round_batch"]:
-                    data[bs - pad:] = 0          # filler rows are zeros, not normalized black
-                q.put((data, label, pad))
-                i += bs
-            q.put((None, next_start, None))
-        except Exception as e:  # noqa: BLE001 - handed to the consumer, raised in next()
-            q.put((None, 0, e))
+    def _make_batch(self, order, i, epoch):
+        """The batch that starts at ``order[i]``: ``(batch, label, pad, next epoch's start)``."""
+        bs, n, next_start = self.batch_size, len(self._positions), 0
+        picks = [(order[j], epoch) for j in range(i, min(i + bs, n))]
+        pad = bs - len(picks)
+        if pad and self.p["round_batch"]:
+            if pad > n:
+                raise MXNetError("ImageRecordIter: number of input images must be bigger than the batch size")
+            nxt = self._epoch_order(epoch + 1)
+            picks += [(nxt[j], epoch + 1) for j in range(pad)]
+            next_start = pad
+        batch, data, labels = self._decode_batch(picks, bs)
+        label = np.zeros(self.provide_label[0].shape, np.float32)
+        if label.ndim == 1:
+            label[:len(labels)] = [lab if lab.__class__ is float else lab[0] for lab in labels]
+        else:
+            for k, lab in enumerate(labels):
+                label[k] = lab
+        if pad and not self.p["round_batch"]:
+            data[bs - pad:] = 0          # filler rows are zeros, not normalized black
+        return batch, label, pad, next_start
 
     def _stop_thread(self):
         if self._thread is not None:
-            self._stop.set()
-            while self._thread.is_alive():
-                try:
-                    self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            self._thread.join()
+            self._stop.set()             # the producer sees it at its next put, or between batches
+            try:
+                while True:              # room in the queue: a producer waiting to put wakes now
+                    self._queue.get_nowait()
+            except queue.Empty:
+                pass
+            if self._thread is not threading.current_thread():      # (__del__ may run there)
+                self._thread.join()
             self._thread = None
 
     def reset(self):
@@ -306,8 +337,9 @@ class ImageRecordIter(DataIter):
         self._finished = None
         self._stop = threading.Event()
         self._queue = queue.Queue(max(1, int(self.p["prefetch_buffer"])))
-        self._thread = threading.Thread(target=self._produce, daemon=True,
-                                        args=(self._epoch, self._start, self._queue, self._stop))
+        self._thread = threading.Thread(target=_produce, daemon=True, name="ImageRecordIter",
+                                        args=(weakref.ref(self), self._epoch, self._start, self._queue,
+                                              self._stop))
         self._thread.start()
 
     def next(self):
@@ -320,7 +352,7 @@ class ImageRecordIter(DataIter):
             if pad is not None:
                 raise pad
             raise StopIteration
-        return DataBatch([nd.array(data)], [nd.array(label)], pad=pad)
+        return DataBatch([data], [nd.array(label)], pad=pad)
 
     def close(self):
         """Stop the prefetching thread and the decode pool."""
@@ -332,3 +364,44 @@ class ImageRecordIter(DataIter):
             self.close()
         except Exception:  # noqa: BLE001,S110 - interpreter shutdown
             pass
+
+
+def _put(q, item, stop, ref) -> bool:
+    """Put ``item`` unless the iterator was stopped or dropped meanwhile (then False)."""
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            if ref() is None:
+                return False
+    return False
+
+
+def _produce(ref, epoch, start, q, stop):
+    """Background producer: puts (data, label, pad) batches, then (None, next start, exc).
+
+    It holds the iterator (``ref`` is a weak reference) only while it builds a batch, so an
+    iterator dropped without ``close()`` is still collected, and its ``__del__`` stops this thread
+    and the decode pool.
+    """
+    it = None
+    try:
+        it = ref()
+        if it is None:
+            return
+        order, n, bs = it._epoch_order(epoch), len(it._positions), it.batch_size
+        i, next_start, it = start, 0, None
+        while i < n and not stop.is_set():
+            it = ref()
+            if it is None:
+                return
+            batch, label, pad, nxt = it._make_batch(order, i, epoch)
+            it, next_start = None, nxt or next_start
+            if not _put(q, (batch, label, pad), stop, ref):
+                return
+            i += bs
+        _put(q, (None, next_start, None), stop, ref)
+    except Exception as e:  # noqa: BLE001 - handed to the consumer, raised in next()
+        it = None
+        _put(q, (None, 0, e), stop, ref)
