@@ -102,8 +102,9 @@ def write_mnist(data_dir: str, train_images: int) -> None:
     os.makedirs(data_dir, exist_ok=True)
     img, lbl = digits_28("train")
     reps = -(-train_images // len(img))
-    write_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz"), np.concatenate([img] * reps)[:train_images])
-    write_idx(os.path.join(data_dir, "train-labels-idx1-ubyte.gz"), np.concatenate([lbl] * reps)[:train_images])
+    img, lbl = (np.concatenate([a] * reps)[:train_images] for a in (img, lbl))
+    write_idx(os.path.join(data_dir, "train-images-idx3-ubyte.gz"), img)
+    write_idx(os.path.join(data_dir, "train-labels-idx1-ubyte.gz"), lbl)
     img, lbl = digits_28("val")
     write_idx(os.path.join(data_dir, "t10k-images-idx3-ubyte.gz"), img)
     write_idx(os.path.join(data_dir, "t10k-labels-idx1-ubyte.gz"), lbl)
@@ -115,8 +116,9 @@ def launch(system: str, example_dir: str, argv: list) -> None:
     import runpy  # noqa: PLC0415
 
     import numpy as np  # noqa: PLC0415
-    if system == "mxref":
-        sys.path[:0] = [ROOT, os.path.join(HERE, "mxnet_unittests")]
+    if system.startswith("mxref"):
+        root = os.environ.get("BENCH_MXREF_ROOT", ROOT)
+        sys.path[:0] = [root, os.path.join(root, "benchmarks", "mxnet_unittests")]
         import mxnet_alias  # noqa: F401, PLC0415  (installs the import alias)
     try:
         with warnings.catch_warnings():
@@ -148,11 +150,14 @@ def run_once(python: str, system: str, work: str, example_dir: str, args, log_pa
     env = dict(os.environ, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t, MKL_NUM_THREADS=t,
                MXNET_CPU_WORKER_NTHREADS="1", PYTHONHASHSEED="0")
     env.pop("PYTHONPATH", None)
+    if system == "mxref-base":
+        env["BENCH_MXREF_ROOT"] = os.path.abspath(args.base_root)
     argv = ["--network", "lenet", "--batch-size", str(args.batch_size), "--num-epochs", str(args.num_epochs),
             "--disp-batches", str(args.disp_batches), "--num-examples", str(args.train_images)]
     cmd = [python, os.path.abspath(__file__), "--launch", system, example_dir, "--"] + argv
     with open(log_path, "w") as log:
-        res = subprocess.run(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=args.timeout)
+        res = subprocess.run(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             timeout=args.timeout)
     with open(log_path) as log:
         text = log.read()
     if res.returncode:
@@ -162,8 +167,12 @@ def run_once(python: str, system: str, work: str, example_dir: str, args, log_pa
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--mxnet-examples", help="an example/image-classification folder (default: the git mirror)")
-    p.add_argument("--systems", nargs="+", default=["mxref", "mxnet"], choices=["mxref", "mxnet"])
+    p.add_argument("--mxnet-examples",
+                   help="an example/image-classification folder (default: the git mirror)")
+    p.add_argument("--systems", nargs="+", default=["mxref", "mxnet"],
+                   choices=["mxref", "mxnet", "mxref-base"],
+                   help="mxref-base: mxref from the tree --base-root (to compare two trees)")
+    p.add_argument("--base-root", help="another mxref checkout, for the system mxref-base")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=32)
@@ -182,7 +191,7 @@ def main(argv=None) -> None:
     example_dir = os.path.join(work, "image-classification")
     extract_example(example_dir, args.mxnet_examples)
     write_mnist(os.path.join(work, "data"), args.train_images)
-    pythons = {"mxref": MXREF_PY, "mxnet": MXNET_PY}
+    pythons = {"mxref": MXREF_PY, "mxnet": MXNET_PY, "mxref-base": MXREF_PY}
     runs = {s: [] for s in args.systems}
     for r in range(args.rounds):
         for s in args.systems:
@@ -190,12 +199,12 @@ def main(argv=None) -> None:
             pairs = run_once(pythons[s], s, work, example_dir, args, os.path.join(work, f"{s}-round{r}.log"))
             steady = [v for e, v in pairs if e > 0] or [v for _, v in pairs]
             runs[s].append(statistics.median(steady))
-            print(f"round {r} {s:6s} {runs[s][-1]:9.1f} samples/s  ({len(steady)} Speed lines, "
+            print(f"round {r} {s:10s} {runs[s][-1]:9.1f} samples/s  ({len(steady)} Speed lines, "
                   f"{time.perf_counter() - t0:.1f} s)", flush=True)
     print(f"\ntrain_mnist.py --network lenet --batch-size {args.batch_size}, {args.threads} threads, "
           f"{args.rounds} rounds (logs in {work})")
     for s in args.systems:
-        print(f"{s:6s} median {statistics.median(runs[s]):9.1f} samples/s  rounds: "
+        print(f"{s:10s} median {statistics.median(runs[s]):9.1f} samples/s  rounds: "
               + ", ".join(f"{v:.1f}" for v in runs[s]))
     if set(args.systems) == {"mxref", "mxnet"}:
         per = [a / b for a, b in zip(runs["mxref"], runs["mxnet"])]

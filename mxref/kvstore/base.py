@@ -256,12 +256,13 @@ class KVStore:
                 raise MXNetError(f"kvstore.push: key {k!r} is row_sparse (initialised with a "
                                  "RowSparseNDArray); push row_sparse values to it, got "
                                  f"{', '.join(sorted({getattr(a, 'stype', 'default') for a in arrays}))}")
-        self._before_push([(k, arrays) for k, arrays in groups if k not in self._rsp])
+        dense = [(k, arrays) for k, arrays in groups if k not in self._rsp]
+        self._before_push(dense)
         for k, arrays in groups:
             if k in self._rsp:
                 self._rsp_push(k, arrays, priority)
-            else:
-                self._push_impl(k, arrays, priority)
+        if dense:
+            self._push_dense(dense, priority)
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copy the stored values into ``out``; a list of outputs for one key is a broadcast.
@@ -402,6 +403,11 @@ class KVStore:
 
     def _push_impl(self, key, values: List[NDArray], priority: int) -> None:
         raise NotImplementedError
+
+    def _push_dense(self, groups: List[Tuple[object, List[NDArray]]], priority: int) -> None:
+        """Push every dense key of one call (in key order); ``local`` updates them together."""
+        for k, arrays in groups:
+            self._push_impl(k, arrays, priority)
 
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         raise NotImplementedError

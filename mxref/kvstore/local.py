@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import ndarray as nd
+from .. import optimizer as _opt
 from ..base import env_int
 from ..context import Context, cpu
 from ..ndarray import NDArray
@@ -128,6 +129,28 @@ class LocalKVStore(KVStore):
             self._updater(key, merged, stored)
         elif merged is not stored:
             copy_into(merged, stored, priority, "KVStoreAssign")
+
+    def _push_dense(self, groups, priority: int) -> None:
+        """The keys of one push call; with an optimizer's ``Updater`` all of them are handed over
+        in one call, so it can group them into fused multi-tensor updates (``multi_sgd_*``: one
+        engine operation per ``MXNET_OPTIMIZER_AGGREGATION_SIZE`` weights instead of one per key).
+
+        NOTE: a user's own updater (``_set_updater``) is still called once per key with one
+        ``(key, merged, stored)``, as in MXNet; only the optimizer's ``Updater`` takes lists. The
+        result is the same bits (tests/optimizer/test_optimizer_aggregation.py).
+        """
+        if len(groups) < 2 or not isinstance(self._updater, _opt.Updater):
+            super()._push_dense(groups, priority)
+            return
+        by_ctx: Dict = {}      # the updater keeps its update counts per device: one call per device
+        for k, arrays in groups:
+            stored = self._store[k]
+            keys, merged, weights = by_ctx.setdefault(stored.context, ([], [], []))
+            keys.append(k)
+            merged.append(self._reduce(k, arrays, priority, None))
+            weights.append(stored)
+        for keys, merged, weights in by_ctx.values():
+            self._updater(keys, merged, weights)
 
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         stored = self._store[key]
