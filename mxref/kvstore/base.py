@@ -278,6 +278,7 @@ class KVStore:
         groups = self._group(key, out, "pull")
         for k, arrays in groups:
             self._check_arrays(k, arrays, "pull")
+        dense = []
         for k, arrays in groups:
             if ignore_sparse:
                 arrays = [a for a in arrays if not _is_rsp(a)]
@@ -285,7 +286,9 @@ class KVStore:
                 for a in arrays:
                     self._rsp_pull(k, a, None, priority)
             elif arrays:
-                self._pull_impl(k, arrays, priority)
+                dense.append((k, arrays))
+        if dense:
+            self._pull_dense(dense, priority)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """``push(key, value)`` then ``pull(key, out)``; without ``out`` the values are overwritten."""
@@ -411,6 +414,11 @@ class KVStore:
 
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         raise NotImplementedError
+
+    def _pull_dense(self, groups: List[Tuple[object, List[NDArray]]], priority: int) -> None:
+        """Pull every dense key of one call (in key order); ``local`` copies them in one op."""
+        for k, arrays in groups:
+            self._pull_impl(k, arrays, priority)
 
     # row_sparse keys (``sparse.py``); ``row_ids=None`` pulls the whole value into ``out``.
     def _rsp_init(self, key, value: NDArray) -> None:

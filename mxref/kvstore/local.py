@@ -90,6 +90,14 @@ def reduce_sum(out: np.ndarray, sources: List[np.ndarray], bound: Optional[int] 
         f.result()
 
 
+def _plain_host_copy(src: NDArray, dst: NDArray) -> bool:
+    """Whether ``copy_into(src, dst)`` would be a numpy assignment between two host arrays."""
+    if src is dst or src._chunk is dst._chunk:
+        return False
+    return (getattr(src, "stype", "default") == "default" and getattr(dst, "stype", "default") == "default"
+            and is_host(src.context) and is_host(dst.context))
+
+
 @KVStore.register
 class LocalKVStore(KVStore):
     """``local``: the stored values and merge buffers live on ``cpu(0)``; sums run on the host.
@@ -151,6 +159,29 @@ class LocalKVStore(KVStore):
             weights.append(stored)
         for keys, merged, weights in by_ctx.values():
             self._updater(keys, merged, weights)
+
+    def _pull_dense(self, groups, priority: int) -> None:
+        """Several keys pulled in one call: their host-to-host copies are one ``KVStorePull``
+        operation per output context instead of one per output (one engine push for a whole
+        model's weights, as ``Module`` pulls them every batch). One key keeps its own ops."""
+        if len(groups) < 2:
+            super()._pull_dense(groups, priority)
+            return
+        batches: Dict = {}     # output context -> (sources, outputs)
+        for k, outs in groups:
+            stored = self._store[k]
+            for o in outs:
+                if _plain_host_copy(stored, o):
+                    src, dst = batches.setdefault(o.context, ([], []))
+                    src.append(stored)
+                    dst.append(o)
+                else:
+                    copy_into(stored, o, priority, "KVStorePull")
+        for ctx, (src, dst) in batches.items():
+            def copy(run_ctx, src=src, dst=dst):
+                for s, d in zip(src, dst):
+                    d._data()[...] = s._data()
+            push_op(copy, ctx, src, dst, priority, "KVStorePull")
 
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         stored = self._store[key]

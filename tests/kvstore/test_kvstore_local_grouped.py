@@ -115,3 +115,30 @@ def test_module_fit_through_a_store_object_matches_the_local_updater(kv_type):
     assert with_store.keys() == without.keys()
     for k in with_store:
         np.testing.assert_array_equal(with_store[k], without[k], err_msg=k)
+
+
+@pytest.mark.parametrize("kv_type", ["local", "device"])
+def test_a_pull_of_several_keys_is_one_engine_operation(kv_type, monkeypatch):
+    """Six keys into outputs on two CPU contexts: one ``KVStorePull`` per output context, the
+    values right; one key keeps one operation per output."""
+    from mxref import engine
+    names = []
+    eng = engine.get()
+    real = eng.push_sync
+
+    def record(fn, ctx, const_vars=(), mutable_vars=(), *args, **kw):
+        names.append((kw.get("name") or (args[2] if len(args) > 2 else None), len(mutable_vars)))
+        return real(fn, ctx, const_vars, mutable_vars, *args, **kw)
+    store = _store(kv_type, updater=lambda k, m, s: None)
+    monkeypatch.setattr(eng, "push_sync", record)
+    outs = [[mx.nd.zeros(s, ctx=mx.cpu(0)), mx.nd.zeros(s, ctx=mx.cpu(1))] for s in SHAPES]
+    store.pull([f"w{k}" for k in range(len(SHAPES))], out=outs)
+    assert sorted(n for n in names if n[0] == "KVStorePull") == [("KVStorePull", 6)] * 2
+    names.clear()
+    store.pull("w0", out=[mx.nd.zeros(SHAPES[0]), mx.nd.zeros(SHAPES[0])])
+    assert [n for n in names if n[0] == "KVStorePull"] == [("KVStorePull", 1)] * 2
+    rng = np.random.default_rng(0)
+    for pair, s in zip(outs, SHAPES):
+        expect = rng.standard_normal(s).astype(np.float32)
+        for o in pair:
+            np.testing.assert_array_equal(o.asnumpy(), expect)
