@@ -197,11 +197,25 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names: L
     """Push each gradient list (summed in the store, which runs the optimizer) and pull the weights.
 
     ``priority=-index``: the first layers, which the next forward pass needs first, go first.
+    A ``local``/``device`` store gets all dense keys in one ``pushpull`` instead, so its
+    optimizer updates them as groups (fused multi-tensor updates, see ``LocalKVStore._push_dense``);
+    the priorities only order work inside one process there, and the ops' dependencies do not
+    depend on them.
     """
+    from .kvstore.local import LocalKVStore  # noqa: PLC0415 - kvstore is imported only when used
+    batched = isinstance(kvstore, LocalKVStore)
+    names, grads, args = [], [], []
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:
             continue
+        if batched and all(getattr(x, "stype", "default") == "default" for x in (*grad_list, *arg_list)):
+            names.append(param_names[index])
+            grads.append(grad_list)
+            args.append(arg_list)
+            continue
         _pushpull(kvstore, param_names[index], grad_list, arg_list, -index)
+    if names:
+        kvstore.pushpull(names, grads, out=args)
 
 
 def _update_params(param_arrays, grad_arrays, updater, num_device: int, kvstore=None,

@@ -256,12 +256,13 @@ class KVStore:
                 raise MXNetError(f"kvstore.push: key {k!r} is row_sparse (initialised with a "
                                  "RowSparseNDArray); push row_sparse values to it, got "
                                  f"{', '.join(sorted({getattr(a, 'stype', 'default') for a in arrays}))}")
-        self._before_push([(k, arrays) for k, arrays in groups if k not in self._rsp])
+        dense = [(k, arrays) for k, arrays in groups if k not in self._rsp]
+        self._before_push(dense)
         for k, arrays in groups:
             if k in self._rsp:
                 self._rsp_push(k, arrays, priority)
-            else:
-                self._push_impl(k, arrays, priority)
+        if dense:
+            self._push_dense(dense, priority)
 
     def pull(self, key, out=None, priority: int = 0, ignore_sparse: bool = True) -> None:
         """Copy the stored values into ``out``; a list of outputs for one key is a broadcast.
@@ -277,6 +278,7 @@ class KVStore:
         groups = self._group(key, out, "pull")
         for k, arrays in groups:
             self._check_arrays(k, arrays, "pull")
+        dense = []
         for k, arrays in groups:
             if ignore_sparse:
                 arrays = [a for a in arrays if not _is_rsp(a)]
@@ -284,7 +286,9 @@ class KVStore:
                 for a in arrays:
                     self._rsp_pull(k, a, None, priority)
             elif arrays:
-                self._pull_impl(k, arrays, priority)
+                dense.append((k, arrays))
+        if dense:
+            self._pull_dense(dense, priority)
 
     def pushpull(self, key, value, out=None, priority: int = 0) -> None:
         """``push(key, value)`` then ``pull(key, out)``; without ``out`` the values are overwritten."""
@@ -403,8 +407,18 @@ class KVStore:
     def _push_impl(self, key, values: List[NDArray], priority: int) -> None:
         raise NotImplementedError
 
+    def _push_dense(self, groups: List[Tuple[object, List[NDArray]]], priority: int) -> None:
+        """Push every dense key of one call (in key order); ``local`` updates them together."""
+        for k, arrays in groups:
+            self._push_impl(k, arrays, priority)
+
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         raise NotImplementedError
+
+    def _pull_dense(self, groups: List[Tuple[object, List[NDArray]]], priority: int) -> None:
+        """Pull every dense key of one call (in key order); ``local`` copies them in one op."""
+        for k, arrays in groups:
+            self._pull_impl(k, arrays, priority)
 
     # row_sparse keys (``sparse.py``); ``row_ids=None`` pulls the whole value into ``out``.
     def _rsp_init(self, key, value: NDArray) -> None:

@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .. import ndarray as nd
+from .. import optimizer as _opt
 from ..base import env_int
 from ..context import Context, cpu
 from ..ndarray import NDArray
@@ -89,6 +90,14 @@ def reduce_sum(out: np.ndarray, sources: List[np.ndarray], bound: Optional[int] 
         f.result()
 
 
+def _plain_host_copy(src: NDArray, dst: NDArray) -> bool:
+    """Whether ``copy_into(src, dst)`` would be a numpy assignment between two host arrays."""
+    if src is dst or src._chunk is dst._chunk:
+        return False
+    return (getattr(src, "stype", "default") == "default" and getattr(dst, "stype", "default") == "default"
+            and is_host(src.context) and is_host(dst.context))
+
+
 @KVStore.register
 class LocalKVStore(KVStore):
     """``local``: the stored values and merge buffers live on ``cpu(0)``; sums run on the host.
@@ -128,6 +137,51 @@ class LocalKVStore(KVStore):
             self._updater(key, merged, stored)
         elif merged is not stored:
             copy_into(merged, stored, priority, "KVStoreAssign")
+
+    def _push_dense(self, groups, priority: int) -> None:
+        """The keys of one push call; with an optimizer's ``Updater`` all of them are handed over
+        in one call, so it can group them into fused multi-tensor updates (``multi_sgd_*``: one
+        engine operation per ``MXNET_OPTIMIZER_AGGREGATION_SIZE`` weights instead of one per key).
+
+        NOTE: a user's own updater (``_set_updater``) is still called once per key with one
+        ``(key, merged, stored)``, as in MXNet; only the optimizer's ``Updater`` takes lists. The
+        result is the same bits (tests/optimizer/test_optimizer_aggregation.py).
+        """
+        if len(groups) < 2 or not isinstance(self._updater, _opt.Updater):
+            super()._push_dense(groups, priority)
+            return
+        by_ctx: Dict = {}      # the updater keeps its update counts per device: one call per device
+        for k, arrays in groups:
+            stored = self._store[k]
+            keys, merged, weights = by_ctx.setdefault(stored.context, ([], [], []))
+            keys.append(k)
+            merged.append(self._reduce(k, arrays, priority, None))
+            weights.append(stored)
+        for keys, merged, weights in by_ctx.values():
+            self._updater(keys, merged, weights)
+
+    def _pull_dense(self, groups, priority: int) -> None:
+        """Several keys pulled in one call: their host-to-host copies are one ``KVStorePull``
+        operation per output context instead of one per output (one engine push for a whole
+        model's weights, as ``Module`` pulls them every batch). One key keeps its own ops."""
+        if len(groups) < 2:
+            super()._pull_dense(groups, priority)
+            return
+        batches: Dict = {}     # output context -> (sources, outputs)
+        for k, outs in groups:
+            stored = self._store[k]
+            for o in outs:
+                if _plain_host_copy(stored, o):
+                    src, dst = batches.setdefault(o.context, ([], []))
+                    src.append(stored)
+                    dst.append(o)
+                else:
+                    copy_into(stored, o, priority, "KVStorePull")
+        for ctx, (src, dst) in batches.items():
+            def copy(run_ctx, src=src, dst=dst):
+                for s, d in zip(src, dst):
+                    d._data()[...] = s._data()
+            push_op(copy, ctx, src, dst, priority, "KVStorePull")
 
     def _pull_impl(self, key, outs: List[NDArray], priority: int) -> None:
         stored = self._store[key]
