@@ -203,7 +203,7 @@ def _update_params_on_kvstore(param_arrays, grad_arrays, kvstore, param_names: L
     depend on them.
     """
     from .kvstore.local import LocalKVStore  # noqa: PLC0415 - kvstore is imported only when used
-    batched = isinstance(kvstore, LocalKVStore)
+    batched = isinstance(kvstore, LocalKVStore) and kvstore.groups_keys()
     names, grads, args = [], [], []
     for index, (arg_list, grad_list) in enumerate(zip(param_arrays, grad_arrays)):
         if grad_list[0] is None:

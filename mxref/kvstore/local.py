@@ -138,6 +138,13 @@ class LocalKVStore(KVStore):
         elif merged is not stored:
             copy_into(merged, stored, priority, "KVStoreAssign")
 
+    def groups_keys(self) -> bool:
+        """Whether a push or pull of several keys runs as one group (below): only where the
+        store keeps ``local``'s own per-key push and pull. A distributed store built on this
+        class sends each key to its servers or collective instead, so it keeps the per-key path."""
+        cls = type(self)
+        return cls._push_impl is LocalKVStore._push_impl and cls._pull_impl is LocalKVStore._pull_impl
+
     def _push_dense(self, groups, priority: int) -> None:
         """The keys of one push call; with an optimizer's ``Updater`` all of them are handed over
         in one call, so it can group them into fused multi-tensor updates (``multi_sgd_*``: one
@@ -147,7 +154,7 @@ class LocalKVStore(KVStore):
         ``(key, merged, stored)``, as in MXNet; only the optimizer's ``Updater`` takes lists. The
         result is the same bits (tests/optimizer/test_optimizer_aggregation.py).
         """
-        if len(groups) < 2 or not isinstance(self._updater, _opt.Updater):
+        if len(groups) < 2 or not isinstance(self._updater, _opt.Updater) or not self.groups_keys():
             super()._push_dense(groups, priority)
             return
         by_ctx: Dict = {}      # the updater keeps its update counts per device: one call per device
@@ -164,7 +171,7 @@ class LocalKVStore(KVStore):
         """Several keys pulled in one call: their host-to-host copies are one ``KVStorePull``
         operation per output context instead of one per output (one engine push for a whole
         model's weights, as ``Module`` pulls them every batch). One key keeps its own ops."""
-        if len(groups) < 2:
+        if len(groups) < 2 or not self.groups_keys():
             super()._pull_dense(groups, priority)
             return
         batches: Dict = {}     # output context -> (sources, outputs)

@@ -142,3 +142,16 @@ def test_a_pull_of_several_keys_is_one_engine_operation(kv_type, monkeypatch):
         expect = rng.standard_normal(s).astype(np.float32)
         for o in pair:
             np.testing.assert_array_equal(o.asnumpy(), expect)
+
+
+def test_only_local_push_and_pull_are_grouped():
+    """Stores that send keys elsewhere (servers, a collective) keep their per-key push and pull."""
+    from mxref.kvstore.device import DeviceKVStore
+    from mxref.kvstore.local import LocalKVStore
+    from mxref.kvstore.ps.allreduce import AllreduceKVStore
+    from mxref.kvstore.ps.worker import DistKVStore
+
+    assert object.__new__(LocalKVStore).groups_keys()
+    assert object.__new__(DeviceKVStore).groups_keys()
+    assert not object.__new__(DistKVStore).groups_keys()
+    assert not object.__new__(AllreduceKVStore).groups_keys()
