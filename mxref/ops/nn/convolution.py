@@ -29,7 +29,7 @@ import numpy as np
 from ...base import MXNetError
 from ..parallel import parallel_for, parallel_matmul
 from ..registry import OpDef, Param, assign, register, register_kernel
-from . import im2col
+from . import im2col, winograd
 from ._util import backward_node, merge_shape, out_entries, uniform_type
 from .im2col import out_size
 
@@ -244,10 +244,14 @@ def _c_takes_backward(p, inputs, outputs, req) -> bool:
 
 
 def _c_forward(octx, p, inputs, outputs, req):
-    """Depthwise filters (one input channel per group) in C loops, 1x1 filters as one GEMM per
-    sample, large outputs as im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
+    """3x3 stride-1 filters by Winograd F(2x2, 3x3) (``winograd.py``), depthwise filters (one
+    input channel per group) in C loops, 1x1 filters as one GEMM per sample, large outputs as
+    im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
     geom = geometry("Convolution", p)
-    if im2col.depthwise(p, inputs[0]):
+    x, w, out = inputs[0], inputs[1], outputs[0]
+    if winograd.applies(p, geom, x.shape, w.shape, out.shape[2:], x.dtype):
+        winograd.conv3x3(x, w, None if p["no_bias"] else inputs[2], geom[3], out, req[0])
+    elif im2col.depthwise(p, inputs[0]):
         im2col.c_depthwise(p, inputs, outputs, req, geom)
     elif im2col.pointwise(p, *geom[:2], geom[3]):
         im2col.pointwise_forward(p, inputs, outputs, req)
@@ -258,16 +262,25 @@ def _c_forward(octx, p, inputs, outputs, req):
 
 
 def _c_backward(octx, p, inputs, outputs, req):
-    if im2col.depthwise(p, inputs[1]):
-        im2col.c_depthwise_backward(p, inputs, outputs, req, geometry("Convolution", p))
-    else:
-        backward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im)
+    """Depthwise filters in C loops; else im2col/col2im in C + GEMMs, the data gradient of 3x3
+    stride-1 filters by Winograd (a 3x3 stride-1 convolution of ``dout`` itself)."""
+    geom = geometry("Convolution", p)
+    og, x, w = inputs
+    if im2col.depthwise(p, x):
+        return im2col.c_depthwise_backward(p, inputs, outputs, req, geom)
+    if req[0] != "null" and winograd.applies(p, geom, og.shape, w.shape[1::-1], x.shape[2:], og.dtype):
+        winograd.data_grad(og, w, geom[3], outputs[0], req[0])
+        req = ["null"] + list(req[1:])
+        if all(r == "null" for r in req):
+            return None
+    backward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im)
 
 
 if im2col.C is not None:
-    _TOL = {"float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+    # float32 1e-4: Winograd's transforms round differently from im2col's dot products.
+    _TOL = {"float32": (1e-4, 1e-4), "float64": (1e-12, 1e-12)}
     register_kernel("Convolution", "cpu", _c_forward, applies=_c_takes_forward,
-                    name="nn_kernels.im2col_2d + GEMM | depthwise_2d", exact=False, tol=_TOL)
+                    name="nn_kernels.im2col_2d + GEMM | depthwise_2d | winograd 3x3", exact=False, tol=_TOL)
     register_kernel("_backward_Convolution", "cpu", _c_backward, applies=_c_takes_backward,
-                    name="nn_kernels.im2col_2d/col2im_2d + GEMM | depthwise_2d_backward", exact=False,
-                    tol=_TOL)
+                    name="nn_kernels.im2col_2d/col2im_2d + GEMM | depthwise_2d_backward | winograd 3x3",
+                    exact=False, tol=_TOL)

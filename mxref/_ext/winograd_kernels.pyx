@@ -1,0 +1,120 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Winograd F(2x2, 3x3) tile transforms in C for 3x3 stride-1 Convolution (host code and the
+weight transform: ``mxref/ops/nn/winograd.py``; the reference is Convolution's im2col path).
+
+A 3x3 filter over a 4x4 input tile gives a 2x2 output tile with 16 multiplies instead of 36
+(Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2016)::
+
+    Y = A^T [ (G g G^T) * (B^T d B) ] A        (* elementwise over the 4x4 tile)
+
+    B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
+    A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
+
+Summed over the input channels, the 16 elementwise products become 16 GEMMs
+``M[k] = U[k] @ V[k]`` (``U``: transformed weights ``(16, F, C)``, ``V``: transformed input
+tiles ``(16, C, T)``), which numpy's BLAS runs. These loops make ``V`` and turn ``M`` back into
+output pixels, for the samples ``n0 <= n < n1`` of one chunk, with the GIL released so two
+chunks run on two threads. Tile ``t`` of a chunk is ``(n - n0, ty, tx)`` row-major.
+"""
+from cython cimport floating
+from libc.stdlib cimport free, malloc
+
+
+def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, ::1] v, int ph, int pw, int th,
+                int tw, int n0, int n1):
+    """``v[k, c, t]`` = entry ``k`` (row-major) of ``B^T d B`` for the 4x4 tile ``d`` of channel
+    ``c`` whose top-left input pixel is ``(2 ty - ph, 2 tx - pw)``; pixels outside read 0."""
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3], T = v.shape[2]
+    cdef Py_ssize_t wp = 2 * tw + 2, n, c, ty, tx, i, iy, ix, t0, j
+    cdef floating* rows
+    cdef floating* r
+    cdef floating* tr
+    cdef floating* dst
+    cdef floating a0, a1, a2, a3
+    if n1 <= n0:
+        return
+    with nogil:
+        # 4 padded input rows, then their 4 row-transformed combinations (B^T d), each wp long.
+        rows = <floating*> malloc(8 * wp * sizeof(floating))
+        if rows == NULL:
+            with gil:
+                raise MemoryError("Convolution (Winograd): no memory for the tile rows")
+        tr = rows + 4 * wp
+        for n in range(n0, n1):
+            for c in range(C):
+                for ty in range(th):
+                    for i in range(4):
+                        r = rows + i * wp
+                        iy = 2 * ty - ph + i
+                        if iy < 0 or iy >= H:
+                            for j in range(wp):
+                                r[j] = 0
+                        else:
+                            for j in range(wp):
+                                ix = j - pw
+                                r[j] = x[n, c, iy, ix] if 0 <= ix < W else 0
+                    for j in range(wp):     # B^T d, row by row over the whole tile row
+                        tr[j] = rows[j] - rows[2 * wp + j]
+                        tr[wp + j] = rows[wp + j] + rows[2 * wp + j]
+                        tr[2 * wp + j] = rows[2 * wp + j] - rows[wp + j]
+                        tr[3 * wp + j] = rows[wp + j] - rows[3 * wp + j]
+                    t0 = ((n - n0) * th + ty) * tw
+                    for i in range(4):      # (B^T d) B, column by column, tile by tile
+                        r = tr + i * wp
+                        for tx in range(tw):
+                            a0 = r[2 * tx]
+                            a1 = r[2 * tx + 1]
+                            a2 = r[2 * tx + 2]
+                            a3 = r[2 * tx + 3]
+                            dst = &v[4 * i, c, t0 + tx]
+                            dst[0] = a0 - a2
+                            dst[C * T] = a1 + a2
+                            dst[2 * C * T] = a2 - a1
+                            dst[3 * C * T] = a1 - a3
+        free(rows)
+
+
+def output_tiles(const floating[:, :, ::1] m, floating[:, :, :, ::1] out, const floating[::1] bias,
+                 int has_bias, int th, int tw, int n0, int n1):
+    """``out[n, f, 2 ty + a, 2 tx + b]`` = entry ``(a, b)`` of ``A^T m A`` (+ ``bias[f]``) for
+    the 4x4 tile ``m[:, f, t]``; the parts of edge tiles past the output are dropped."""
+    cdef Py_ssize_t F = out.shape[1], OH = out.shape[2], OW = out.shape[3], T = m.shape[2]
+    cdef Py_ssize_t n, f, ty, tx, k, t0, oy, j, s = F * T
+    cdef const floating* src
+    cdef floating* y
+    cdef floating* dst
+    cdef floating b, s0, s1, s2, s3, q0, q1, q2, q3
+    if n1 <= n0:
+        return
+    with nogil:
+        y = <floating*> malloc(4 * (tw + 1) * sizeof(floating))     # two output rows
+        if y == NULL:
+            with gil:
+                raise MemoryError("Convolution (Winograd): no memory for the output rows")
+        for n in range(n0, n1):
+            for f in range(F):
+                b = bias[f] if has_bias else 0
+                for ty in range(th):
+                    t0 = ((n - n0) * th + ty) * tw
+                    for tx in range(tw):
+                        src = &m[0, f, t0 + tx]
+                        # A^T m: rows 0 + 1 + 2 and 1 - 2 - 3 of the 4x4 tile, column by column
+                        s0 = src[0] + src[4 * s] + src[8 * s]
+                        s1 = src[s] + src[5 * s] + src[9 * s]
+                        s2 = src[2 * s] + src[6 * s] + src[10 * s]
+                        s3 = src[3 * s] + src[7 * s] + src[11 * s]
+                        q0 = src[4 * s] - src[8 * s] - src[12 * s]
+                        q1 = src[5 * s] - src[9 * s] - src[13 * s]
+                        q2 = src[6 * s] - src[10 * s] - src[14 * s]
+                        q3 = src[7 * s] - src[11 * s] - src[15 * s]
+                        y[2 * tx] = s0 + s1 + s2 + b
+                        y[2 * tx + 1] = s1 - s2 - s3 + b
+                        y[2 * tw + 2 * tx] = q0 + q1 + q2 + b
+                        y[2 * tw + 2 * tx + 1] = q1 - q2 - q3 + b
+                    for k in range(2):
+                        oy = 2 * ty + k
+                        if oy < OH:
+                            dst = &out[n, f, oy, 0]
+                            for j in range(OW):
+                                dst[j] = y[2 * tw * k + j]
+        free(y)
