@@ -243,12 +243,45 @@ def _c_takes_backward(p, inputs, outputs, req) -> bool:
     return im2col.c_takes(inputs[1]) and im2col.c_takes(inputs[0])      # data, then ograd
 
 
+def _live_taps(p, geom, in_sp, out_sp):
+    """``(params, weight slice)`` of the kernel cut down to its taps that read at least one input
+    pixel, or ``None`` when all do. The others multiply only padding, so their terms are zeros:
+    a 3x3 filter over a 1x1 input (ResNet's last stage at 32x32) is its centre tap, a 1x1
+    convolution. The live taps of an axis are a contiguous range; the cut moves the padding."""
+    k, s, d, pd = geom
+    if not any(pd):
+        return None
+    lo, hi = [], []
+    for kk, ss, dd, pp, n_in, n_out in zip(k, s, d, pd, in_sp, out_sp):
+        live = []
+        for ki in range(kk):
+            off = ki * dd - pp              # input position of output 0; output o reads o*ss + off
+            first = -(off // ss) if off < 0 else 0
+            last = (n_in - 1 - off) // ss + 1 if n_in - 1 - off >= 0 else 0
+            if min(last, n_out) > first:
+                live.append(ki)
+        if not live:
+            return None
+        lo.append(live[0])
+        hi.append(live[-1] + 1)
+    if all(a == 0 and b == kk for a, b, kk in zip(lo, hi, k)) or \
+            any(a * dd > pp for a, dd, pp in zip(lo, d, pd)):
+        return None
+    p2 = dict(p, kernel=tuple(b - a for a, b in zip(lo, hi)),
+              pad=tuple(pp - a * dd for a, dd, pp in zip(lo, d, pd)))
+    return p2, (slice(None), slice(None)) + tuple(slice(a, b) for a, b in zip(lo, hi))
+
+
 def _c_forward(octx, p, inputs, outputs, req):
     """3x3 stride-1 filters by Winograd F(2x2, 3x3) (``winograd.py``), depthwise filters (one
     input channel per group) in C loops, 1x1 filters as one GEMM per sample, large outputs as
     im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
     geom = geometry("Convolution", p)
     x, w, out = inputs[0], inputs[1], outputs[0]
+    cut = _live_taps(p, geom, x.shape[2:], out.shape[2:])
+    if cut is not None:
+        return _c_forward(octx, cut[0], [x, np.ascontiguousarray(w[cut[1]])] + list(inputs[2:]),
+                          outputs, req)
     if winograd.applies(p, geom, x.shape, w.shape, out.shape[2:], x.dtype):
         winograd.conv3x3(x, w, None if p["no_bias"] else inputs[2], geom[3], out, req[0])
     elif im2col.depthwise(p, inputs[0]):
@@ -266,6 +299,17 @@ def _c_backward(octx, p, inputs, outputs, req):
     stride-1 filters by Winograd (a 3x3 stride-1 convolution of ``dout`` itself)."""
     geom = geometry("Convolution", p)
     og, x, w = inputs
+    cut = _live_taps(p, geom, x.shape[2:], og.shape[2:])
+    if cut is not None:     # the cut-off taps' weight gradient is 0
+        wc = np.ascontiguousarray(w[cut[1]])
+        dwc = np.empty(wc.shape, dtype=og.dtype)
+        _c_backward(octx, cut[0], [og, x, wc], [outputs[0], dwc] + list(outputs[2:]),
+                    [req[0], "write" if req[1] != "null" else "null"] + list(req[2:]))
+        if req[1] != "null":
+            dw = np.zeros(w.shape, dtype=og.dtype)
+            dw[cut[1]] = dwc
+            assign(outputs[1], req[1], dw)
+        return None
     if im2col.depthwise(p, x):
         return im2col.c_depthwise_backward(p, inputs, outputs, req, geom)
     if req[0] != "null" and winograd.applies(p, geom, og.shape, w.shape[1::-1], x.shape[2:], og.dtype):
