@@ -118,3 +118,36 @@ def output_tiles(const floating[:, :, ::1] m, floating[:, :, :, ::1] out, const 
                             for j in range(OW):
                                 dst[j] = y[2 * tw * k + j]
         free(y)
+
+
+def weight_tiles(const floating[:, :, :, ::1] w, floating[:, :, ::1] u, int flip, int f0, int f1):
+    """``u[k, f, c]`` = entry ``k`` of ``G g G^T``, ``g = w[f, c]`` (``flip``: ``g = w[c, f]``
+    turned by 180 degrees, the data gradient's filter), for ``f0 <= f < f1``; ``G`` has rows
+    ``(1, 0, 0), (1/2, 1/2, 1/2), (1/2, -1/2, 1/2), (0, 0, 1)``."""
+    cdef Py_ssize_t F = u.shape[1], C = u.shape[2], s = F * C, f, c, i, j
+    cdef floating g[9]
+    cdef floating r[12]
+    cdef floating* dst
+    cdef const floating* src
+    with nogil:
+        for f in range(f0, f1):
+            for c in range(C):
+                if flip:
+                    src = &w[c, f, 0, 0]
+                    for i in range(9):
+                        g[i] = src[8 - i]
+                else:
+                    src = &w[f, c, 0, 0]
+                    for i in range(9):
+                        g[i] = src[i]
+                for j in range(3):      # G g: rows 0, (0+1+2)/2, (0-1+2)/2, 2, column by column
+                    r[j] = g[j]
+                    r[3 + j] = (g[j] + g[6 + j] + g[3 + j]) * 0.5
+                    r[6 + j] = (g[j] + g[6 + j] - g[3 + j]) * 0.5
+                    r[9 + j] = g[6 + j]
+                dst = &u[0, f, c]
+                for i in range(4):      # (G g) G^T, the same on each row
+                    dst[(4 * i) * s] = r[3 * i]
+                    dst[(4 * i + 1) * s] = (r[3 * i] + r[3 * i + 2] + r[3 * i + 1]) * 0.5
+                    dst[(4 * i + 2) * s] = (r[3 * i] + r[3 * i + 2] - r[3 * i + 1]) * 0.5
+                    dst[(4 * i + 3) * s] = r[3 * i + 2]

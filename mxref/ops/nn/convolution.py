@@ -294,6 +294,22 @@ def _c_forward(octx, p, inputs, outputs, req):
         forward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns)
 
 
+def _c_pointwise_backward_small(p, inputs, outputs, req):
+    """A 1x1 Convolution's gradients over small outputs as whole-batch GEMMs on ``(channels,
+    N*O)`` matrices (per-sample products of a few columns would run at matrix-vector speed)."""
+    og, x, w = inputs
+    (n, c), f = x.shape[:2], og.shape[1]
+    og_f = np.ascontiguousarray(og.reshape(n, f, -1).swapaxes(0, 1)).reshape(f, -1)
+    if req[1] != "null":
+        x_f = np.ascontiguousarray(x.reshape(n, c, -1).swapaxes(0, 1)).reshape(c, -1)
+        assign(outputs[1], req[1], parallel_matmul(og_f, x_f.T, np.empty((f, c), og.dtype)).reshape(w.shape))
+    if req[0] != "null":
+        dx_f = parallel_matmul(w.reshape(f, c).T, og_f, np.empty((c, og_f.shape[1]), og.dtype))
+        assign(outputs[0], req[0], dx_f.reshape(c, n, -1).swapaxes(0, 1).reshape(x.shape))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og_f.sum(axis=1))
+
+
 def _c_backward(octx, p, inputs, outputs, req):
     """Depthwise filters in C loops; else im2col/col2im in C + GEMMs, the data gradient of 3x3
     stride-1 filters by Winograd (a 3x3 stride-1 convolution of ``dout`` itself)."""
@@ -312,6 +328,8 @@ def _c_backward(octx, p, inputs, outputs, req):
         return None
     if im2col.depthwise(p, x):
         return im2col.c_depthwise_backward(p, inputs, outputs, req, geom)
+    if im2col.pointwise(p, *geom[:2], geom[3]) and not im2col.per_sample(p, x, og.shape[2:]):
+        return _c_pointwise_backward_small(p, inputs, outputs, req)
     if req[0] != "null" and winograd.applies(p, geom, og.shape, w.shape[1::-1], x.shape[2:], og.dtype):
         winograd.data_grad(og, w, geom[3], outputs[0], req[0])
         req = ["null"] + list(req[1:])

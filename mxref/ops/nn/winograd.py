@@ -43,34 +43,24 @@ def applies(p: dict, geom, x_shape, w_shape, out_shape, dtype) -> bool:
             and min(x_shape[1], w_shape[0]) >= MIN_CHANNELS and min(out_shape) >= 2)
 
 
-def weight_tiles(w: np.ndarray) -> np.ndarray:
-    """``U = G g G^T`` for every filter ``g = w[f, c]``: ``(16, F, C)``, entry ``k`` row-major."""
-    f, c = w.shape[:2]
-    g = np.moveaxis(w, (2, 3), (0, 1))                  # (3, 3, F, C) view
-    r = np.empty((4, 3, f, c), dtype=w.dtype)           # G g
-    r[0], r[3] = g[0], g[2]
-    np.multiply(g[0] + g[2], 0.5, out=r[1])
-    np.multiply(r[1], 1.0, out=r[2])
-    half = g[1] * 0.5
-    r[1] += half
-    r[2] -= half
-    u = np.empty((4, 4, f, c), dtype=w.dtype)           # (G g) G^T
-    u[:, 0], u[:, 3] = r[:, 0], r[:, 2]
-    np.multiply(r[:, 0] + r[:, 2], 0.5, out=u[:, 1])
-    u[:, 2] = u[:, 1]
-    half = r[:, 1] * 0.5
-    u[:, 1] += half
-    u[:, 2] -= half
-    return u.reshape(16, f, c)
+def weight_tiles(w: np.ndarray, flip: bool = False) -> np.ndarray:
+    """``U = G g G^T`` for every filter ``g = w[f, c]`` (``flip``: ``w[c, f]`` turned by 180
+    degrees): ``(16, F, C)``, entry ``k`` row-major; over the operator threads by filter ranges."""
+    w = np.ascontiguousarray(w)
+    f, c = (w.shape[1], w.shape[0]) if flip else w.shape[:2]
+    u = np.empty((16, f, c), dtype=w.dtype)
+    parallel.parallel_for(f, lambda lo, hi: C.weight_tiles(w, u, int(flip), lo, hi), work_per_item=16 * c)
+    return u
 
 
-def conv3x3(x: np.ndarray, w: np.ndarray, bias, pad, out: np.ndarray, req: str) -> None:
-    """``out (req)= Convolution(x, w, bias)`` for a 3x3 stride-1 filter with padding ``pad``."""
+def conv3x3(x: np.ndarray, w: np.ndarray, bias, pad, out: np.ndarray, req: str, flip: bool = False) -> None:
+    """``out (req)= Convolution(x, w, bias)`` for a 3x3 stride-1 filter with padding ``pad``
+    (``flip``: the filter ``w[c, f]`` turned by 180 degrees, see ``weight_tiles``)."""
     n, c = x.shape[:2]
-    f, (oh, ow) = w.shape[0], out.shape[2:]
+    f, (oh, ow) = out.shape[1], out.shape[2:]
     th, tw = (oh + 1) // 2, (ow + 1) // 2
     x = np.ascontiguousarray(x)
-    u = weight_tiles(np.ascontiguousarray(w, dtype=x.dtype))
+    u = weight_tiles(np.asarray(w, dtype=x.dtype), flip)
     direct = req == "write" and out.flags.c_contiguous and out.dtype == x.dtype
     res = out if direct else np.empty(out.shape, dtype=x.dtype)
     b = np.ascontiguousarray(bias, dtype=x.dtype) if bias is not None else np.zeros(1, dtype=x.dtype)
@@ -95,5 +85,4 @@ def conv3x3(x: np.ndarray, w: np.ndarray, bias, pad, out: np.ndarray, req: str) 
 def data_grad(og: np.ndarray, w: np.ndarray, pad, dx: np.ndarray, req: str) -> None:
     """``dx (req)=`` the data gradient of a 3x3 stride-1 Convolution with padding ``pad``: the
     forward of the transposed, flipped filter with padding ``2 - pad``."""
-    wt = np.ascontiguousarray(w[:, :, ::-1, ::-1].swapaxes(0, 1))
-    conv3x3(og, wt, None, (2 - pad[0], 2 - pad[1]), dx, req)
+    conv3x3(og, w, None, (2 - pad[0], 2 - pad[1]), dx, req, flip=True)
