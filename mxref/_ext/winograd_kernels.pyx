@@ -14,17 +14,20 @@ Summed over the input channels, the 16 elementwise products become 16 GEMMs
 ``M[k] = U[k] @ V[k]`` (``U``: transformed weights ``(16, F, C)``, ``V``: transformed input
 tiles ``(16, C, T)``), which numpy's BLAS runs. These loops make ``V`` and turn ``M`` back into
 output pixels, for the samples ``n0 <= n < n1`` of one chunk, with the GIL released so two
-chunks run on two threads. Tile ``t`` of a chunk is ``(n - n0, ty, tx)`` row-major.
+chunks run on two threads. Tile ``t`` of a chunk is ``(n - n0, ty, tx)`` row-major. The 16
+matrices of ``U``, ``V`` and ``M`` may lie any whole number of elements apart (axis 0's stride):
+the host pads that stride so the 16 entries of a tile do not share one cache set.
 """
 from cython cimport floating
 from libc.stdlib cimport free, malloc
 
 
-def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, ::1] v, int ph, int pw, int th,
+def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int pw, int th,
                 int tw, int n0, int n1):
     """``v[k, c, t]`` = entry ``k`` (row-major) of ``B^T d B`` for the 4x4 tile ``d`` of channel
     ``c`` whose top-left input pixel is ``(2 ty - ph, 2 tx - pw)``; pixels outside read 0."""
-    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3], T = v.shape[2]
+    cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t ks = v.strides[0] // sizeof(floating)
     cdef Py_ssize_t wp = 2 * tw + 2, n, c, ty, tx, i, iy, ix, t0, j
     cdef floating* rows
     cdef floating* r
@@ -68,18 +71,18 @@ def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, ::1] v, int ph, i
                             a3 = r[2 * tx + 3]
                             dst = &v[4 * i, c, t0 + tx]
                             dst[0] = a0 - a2
-                            dst[C * T] = a1 + a2
-                            dst[2 * C * T] = a2 - a1
-                            dst[3 * C * T] = a1 - a3
+                            dst[ks] = a1 + a2
+                            dst[2 * ks] = a2 - a1
+                            dst[3 * ks] = a1 - a3
         free(rows)
 
 
-def output_tiles(const floating[:, :, ::1] m, floating[:, :, :, ::1] out, const floating[::1] bias,
+def output_tiles(const floating[:, :, :] m, floating[:, :, :, ::1] out, const floating[::1] bias,
                  int has_bias, int th, int tw, int n0, int n1):
     """``out[n, f, 2 ty + a, 2 tx + b]`` = entry ``(a, b)`` of ``A^T m A`` (+ ``bias[f]``) for
     the 4x4 tile ``m[:, f, t]``; the parts of edge tiles past the output are dropped."""
-    cdef Py_ssize_t F = out.shape[1], OH = out.shape[2], OW = out.shape[3], T = m.shape[2]
-    cdef Py_ssize_t n, f, ty, tx, k, t0, oy, j, s = F * T
+    cdef Py_ssize_t F = out.shape[1], OH = out.shape[2], OW = out.shape[3]
+    cdef Py_ssize_t n, f, ty, tx, k, t0, oy, j, s = m.strides[0] // sizeof(floating)
     cdef const floating* src
     cdef floating* y
     cdef floating* dst
@@ -120,11 +123,11 @@ def output_tiles(const floating[:, :, ::1] m, floating[:, :, :, ::1] out, const 
         free(y)
 
 
-def weight_tiles(const floating[:, :, :, ::1] w, floating[:, :, ::1] u, int flip, int f0, int f1):
+def weight_tiles(const floating[:, :, :, ::1] w, floating[:, :, :] u, int flip, int f0, int f1):
     """``u[k, f, c]`` = entry ``k`` of ``G g G^T``, ``g = w[f, c]`` (``flip``: ``g = w[c, f]``
     turned by 180 degrees, the data gradient's filter), for ``f0 <= f < f1``; ``G`` has rows
     ``(1, 0, 0), (1/2, 1/2, 1/2), (1/2, -1/2, 1/2), (0, 0, 1)``."""
-    cdef Py_ssize_t F = u.shape[1], C = u.shape[2], s = F * C, f, c, i, j
+    cdef Py_ssize_t C = u.shape[2], s = u.strides[0] // sizeof(floating), f, c, i, j
     cdef floating g[9]
     cdef floating r[12]
     cdef floating* dst

@@ -43,12 +43,26 @@ def applies(p: dict, geom, x_shape, w_shape, out_shape, dtype) -> bool:
             and min(x_shape[1], w_shape[0]) >= MIN_CHANNELS and min(out_shape) >= 2)
 
 
+# Elements added to the distance between the 16 matrices of U, V and M: at a distance of a large
+# power of two, a tile's 16 entries would all fall in one cache set and evict each other.
+SET_PAD = 16
+
+
+def _sixteen(rows: int, cols: int, dtype, buf: np.ndarray = None) -> np.ndarray:
+    """A ``(16, rows, cols)`` view whose matrices lie ``rows * cols + SET_PAD`` elements apart
+    (in ``buf`` when given, a flat buffer at least ``16 * that`` long)."""
+    step = rows * cols + SET_PAD
+    if buf is None:
+        buf = np.empty(16 * step, dtype=dtype)
+    return buf[:16 * step].reshape(16, step)[:, :rows * cols].reshape(16, rows, cols)
+
+
 def weight_tiles(w: np.ndarray, flip: bool = False) -> np.ndarray:
     """``U = G g G^T`` for every filter ``g = w[f, c]`` (``flip``: ``w[c, f]`` turned by 180
     degrees): ``(16, F, C)``, entry ``k`` row-major; over the operator threads by filter ranges."""
     w = np.ascontiguousarray(w)
     f, c = (w.shape[1], w.shape[0]) if flip else w.shape[:2]
-    u = np.empty((16, f, c), dtype=w.dtype)
+    u = _sixteen(f, c, w.dtype)
     parallel.parallel_for(f, lambda lo, hi: C.weight_tiles(w, u, int(flip), lo, hi), work_per_item=16 * c)
     return u
 
@@ -69,11 +83,12 @@ def conv3x3(x: np.ndarray, w: np.ndarray, bias, pad, out: np.ndarray, req: str, 
 
     def run(lo, hi):
         tiles = min(chunk, hi - lo) * per
-        vbuf, mbuf = np.empty(16 * c * tiles, dtype=x.dtype), np.empty(16 * f * tiles, dtype=x.dtype)
+        vbuf = np.empty(16 * (c * tiles + SET_PAD), dtype=x.dtype)
+        mbuf = np.empty(16 * (f * tiles + SET_PAD), dtype=x.dtype)
         for a in range(lo, hi, chunk):
             e = min(hi, a + chunk)
             t = (e - a) * per
-            v, m = vbuf[:16 * c * t].reshape(16, c, t), mbuf[:16 * f * t].reshape(16, f, t)
+            v, m = _sixteen(c, t, x.dtype, vbuf), _sixteen(f, t, x.dtype, mbuf)
             C.input_tiles(x, v, pad[0], pad[1], th, tw, a, e)
             np.matmul(u, v, out=m)
             C.output_tiles(m, res, b, int(bias is not None), th, tw, a, e)
