@@ -19,8 +19,10 @@ Kernels: ``forward``/``backward`` with numpy's im2col/col2im are the reference; 
 kernels (registered at the end) are the same functions given the C loops of ``im2col.C``, except
 for depthwise filters (``C / num_group == 1``, MobileNet's), which C loops apply directly, and
 the forward of 1x1 filters, one GEMM per sample with no columns, and the forward of large
-outputs (>= 16 positions), columns and GEMM per sample straight into the output. No
-second derivative (``_backward_Convolution`` has no gradient).
+outputs (>= 16 positions), columns and GEMM per sample straight into the output; 3x3
+stride-1 filters (forward and data gradient) run Winograd F(2x2, 3x3) (``winograd.py``), and taps
+that read only padding are cut off first. No second derivative (``_backward_Convolution`` has no
+gradient).
 """
 from __future__ import annotations
 
