@@ -13,22 +13,22 @@ A 3x3 filter over a 4x4 input tile gives a 2x2 output tile with 16 multiplies in
 Summed over the input channels, the 16 elementwise products become 16 GEMMs
 ``M[k] = U[k] @ V[k]`` (``U``: transformed weights ``(16, F, C)``, ``V``: transformed input
 tiles ``(16, C, T)``), which numpy's BLAS runs. These loops make ``V`` and turn ``M`` back into
-output pixels, for the samples ``n0 <= n < n1`` of one chunk, with the GIL released so two
-chunks run on two threads. Tile ``t`` of a chunk is ``(n - n0, ty, tx)`` row-major. The 16
-matrices of ``U``, ``V`` and ``M`` may lie any whole number of elements apart (axis 0's stride):
-the host pads that stride so the 16 entries of a tile do not share one cache set.
+output pixels for one chunk: the samples ``n0 <= n < n1`` and their tile rows ``ty0 <= ty < ty1``,
+tile ``t`` being ``(n - n0, ty - ty0, tx)`` row-major. They release the GIL, so two chunks run on
+two threads. The 16 matrices of ``U``, ``V`` and ``M`` may lie any whole number of elements apart
+(axis 0's stride): the host pads that distance so a tile's 16 entries do not share a cache set.
 """
 from cython cimport floating
 from libc.stdlib cimport free, malloc
 
 
-def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int pw, int th,
-                int tw, int n0, int n1):
+def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int pw, int ty0,
+                int ty1, int tw, int n0, int n1):
     """``v[k, c, t]`` = entry ``k`` (row-major) of ``B^T d B`` for the 4x4 tile ``d`` of channel
     ``c`` whose top-left input pixel is ``(2 ty - ph, 2 tx - pw)``; pixels outside read 0."""
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t ks = v.strides[0] // sizeof(floating)
-    cdef Py_ssize_t wp = 2 * tw + 2, n, c, ty, tx, i, iy, ix, t0, j
+    cdef Py_ssize_t wp = 2 * tw + 2, th = ty1 - ty0, n, c, ty, tx, i, iy, ix, t0, j
     cdef floating* rows
     cdef floating* r
     cdef floating* tr
@@ -45,7 +45,7 @@ def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int
         tr = rows + 4 * wp
         for n in range(n0, n1):
             for c in range(C):
-                for ty in range(th):
+                for ty in range(ty0, ty1):
                     for i in range(4):
                         r = rows + i * wp
                         iy = 2 * ty - ph + i
@@ -61,7 +61,7 @@ def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int
                         tr[wp + j] = rows[wp + j] + rows[2 * wp + j]
                         tr[2 * wp + j] = rows[2 * wp + j] - rows[wp + j]
                         tr[3 * wp + j] = rows[wp + j] - rows[3 * wp + j]
-                    t0 = ((n - n0) * th + ty) * tw
+                    t0 = ((n - n0) * th + ty - ty0) * tw
                     for i in range(4):      # (B^T d) B, column by column, tile by tile
                         r = tr + i * wp
                         for tx in range(tw):
@@ -78,11 +78,12 @@ def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int
 
 
 def output_tiles(const floating[:, :, :] m, floating[:, :, :, ::1] out, const floating[::1] bias,
-                 int has_bias, int th, int tw, int n0, int n1):
+                 int has_bias, int ty0, int ty1, int tw, int n0, int n1):
     """``out[n, f, 2 ty + a, 2 tx + b]`` = entry ``(a, b)`` of ``A^T m A`` (+ ``bias[f]``) for
     the 4x4 tile ``m[:, f, t]``; the parts of edge tiles past the output are dropped."""
     cdef Py_ssize_t F = out.shape[1], OH = out.shape[2], OW = out.shape[3]
     cdef Py_ssize_t n, f, ty, tx, k, t0, oy, j, s = m.strides[0] // sizeof(floating)
+    cdef Py_ssize_t th = ty1 - ty0
     cdef const floating* src
     cdef floating* y
     cdef floating* dst
@@ -97,8 +98,8 @@ def output_tiles(const floating[:, :, :] m, floating[:, :, :, ::1] out, const fl
         for n in range(n0, n1):
             for f in range(F):
                 b = bias[f] if has_bias else 0
-                for ty in range(th):
-                    t0 = ((n - n0) * th + ty) * tw
+                for ty in range(ty0, ty1):
+                    t0 = ((n - n0) * th + ty - ty0) * tw
                     for tx in range(tw):
                         src = &m[0, f, t0 + tx]
                         # A^T m: rows 0 + 1 + 2 and 1 - 2 - 3 of the 4x4 tile, column by column

@@ -331,3 +331,16 @@ def test_winograd_float32_error_against_float64():
     winograd.conv3x3(x.astype(np.float32), w.astype(np.float32), None, (1, 1), got, "write")
     rtol, atol = winograd.TOL["float32"]
     np.testing.assert_allclose(got, exact, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("chunk_tiles", [1, 5, 40, 512])
+def test_winograd_chunks_of_samples_and_tile_rows(monkeypatch, chunk_tiles):
+    """Chunks of several samples, of one, and of tile rows within a sample give the same result."""
+    from mxref.ops.nn import winograd
+    if winograd.C is None or not registry.list_kernels("Convolution", "cpu"):
+        pytest.skip("no Winograd kernels (extension not built or MXREF_ENABLE_EXT=0)")
+    monkeypatch.setattr(winograd, "CHUNK_TILES", chunk_tiles)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((5, 16, 9, 11)), rng.standard_normal((17, 16, 3, 3))
+    check_kernels("Convolution", [x, w, rng.standard_normal(17)],
+                  {"kernel": (3, 3), "pad": (1, 1), "num_filter": 17})

@@ -7,8 +7,9 @@ Each 2x2 output tile costs 16 multiplies per (input, output) channel pair instea
     V[k] = (B^T d B)[k]   (16, C, T)     over the T tiles d (4x4, stride 2) of the padded input
     M[k] = U[k] @ V[k]    (16, F, T)     out tile = A^T M A (+ bias)
 
-The transforms run in C (``mxref/_ext/winograd_kernels.pyx``) on chunks of samples small enough
-for ``V`` and ``M`` to stay in cache, a range of samples per operator thread. The results are not
+The transforms run in C (``mxref/_ext/winograd_kernels.pyx``) on chunks of samples (of tile rows
+for large images) small enough for ``V`` and ``M`` to stay in cache, a range of samples per
+operator thread. The results are not
 im2col's bits: the transforms add and subtract before multiplying, so they round differently
 (float32: within 1e-5 relative to the output's scale in the tests; see ``TOL``).
 
@@ -79,19 +80,23 @@ def conv3x3(x: np.ndarray, w: np.ndarray, bias, pad, out: np.ndarray, req: str, 
     res = out if direct else np.empty(out.shape, dtype=x.dtype)
     b = np.ascontiguousarray(bias, dtype=x.dtype) if bias is not None else np.zeros(1, dtype=x.dtype)
     per = th * tw
+    # Samples per chunk, or for large images (more than CHUNK_TILES tiles each) tile rows.
     chunk = max(1, min(-(-CHUNK_TILES // per), -(-n // parallel.NUM_THREADS)))
+    rows = th if per <= CHUNK_TILES else max(1, CHUNK_TILES // tw)
 
     def run(lo, hi):
-        tiles = min(chunk, hi - lo) * per
+        tiles = min(chunk, hi - lo) * min(rows, th) * tw
         vbuf = np.empty(16 * (c * tiles + SET_PAD), dtype=x.dtype)
         mbuf = np.empty(16 * (f * tiles + SET_PAD), dtype=x.dtype)
         for a in range(lo, hi, chunk):
             e = min(hi, a + chunk)
-            t = (e - a) * per
-            v, m = _sixteen(c, t, x.dtype, vbuf), _sixteen(f, t, x.dtype, mbuf)
-            C.input_tiles(x, v, pad[0], pad[1], th, tw, a, e)
-            np.matmul(u, v, out=m)
-            C.output_tiles(m, res, b, int(bias is not None), th, tw, a, e)
+            for r0 in range(0, th, rows):
+                r1 = min(th, r0 + rows)
+                t = (e - a) * (r1 - r0) * tw
+                v, m = _sixteen(c, t, x.dtype, vbuf), _sixteen(f, t, x.dtype, mbuf)
+                C.input_tiles(x, v, pad[0], pad[1], r0, r1, tw, a, e)
+                np.matmul(u, v, out=m)
+                C.output_tiles(m, res, b, int(bias is not None), r0, r1, tw, a, e)
     parallel.parallel_for(n, run, work_per_item=16 * per * c * f)
     if not direct:
         assign(out, req, res)
