@@ -342,7 +342,7 @@ def _c_backward(octx, p, inputs, outputs, req):
 
 if im2col.C is not None:
     # float32 1e-4: Winograd's transforms round differently from im2col's dot products.
-    _TOL = {"float32": (1e-4, 1e-4), "float64": (1e-12, 1e-12)}
+    _TOL = winograd.TOL
     register_kernel("Convolution", "cpu", _c_forward, applies=_c_takes_forward,
                     name="nn_kernels.im2col_2d + GEMM | depthwise_2d | winograd 3x3", exact=False, tol=_TOL)
     register_kernel("_backward_Convolution", "cpu", _c_backward, applies=_c_takes_backward,
