@@ -28,7 +28,10 @@ def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int
     ``c`` whose top-left input pixel is ``(2 ty - ph, 2 tx - pw)``; pixels outside read 0."""
     cdef Py_ssize_t C = x.shape[1], H = x.shape[2], W = x.shape[3]
     cdef Py_ssize_t ks = v.strides[0] // sizeof(floating)
-    cdef Py_ssize_t wp = 2 * tw + 2, th = ty1 - ty0, n, c, ty, tx, i, iy, ix, t0, j
+    cdef Py_ssize_t wp = 2 * tw + 2, th = ty1 - ty0, n, c, ty, tx, i, iy, t0, j
+    # Positions j of a padded row holding pixel j - pw: [lo, hi).
+    cdef Py_ssize_t lo = min(pw, wp), hi = max(lo, min(wp, W + pw))
+    cdef const floating* src
     cdef floating* rows
     cdef floating* r
     cdef floating* tr
@@ -52,10 +55,14 @@ def input_tiles(const floating[:, :, :, ::1] x, floating[:, :, :] v, int ph, int
                         if iy < 0 or iy >= H:
                             for j in range(wp):
                                 r[j] = 0
-                        else:
-                            for j in range(wp):
-                                ix = j - pw
-                                r[j] = x[n, c, iy, ix] if 0 <= ix < W else 0
+                        else:           # zeros, the row's pixels [lo, hi), zeros
+                            src = &x[n, c, iy, 0]
+                            for j in range(lo):
+                                r[j] = 0
+                            for j in range(lo, hi):
+                                r[j] = src[j - pw]
+                            for j in range(hi, wp):
+                                r[j] = 0
                     for j in range(wp):     # B^T d, row by row over the whole tile row
                         tr[j] = rows[j] - rows[2 * wp + j]
                         tr[wp + j] = rows[wp + j] + rows[2 * wp + j]
