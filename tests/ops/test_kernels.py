@@ -253,3 +253,94 @@ def test_batch_norm_kernels_match_the_reference(op_name, dtype, is_train):
         pytest.skip(f"no fast kernel for {op_name} (extension not built or MXREF_ENABLE_EXT=0)")
     inputs, params = CASES[op_name](np.random.default_rng(0), dtype)
     check_kernels(op_name, inputs, params, is_train=is_train)
+
+
+# -- Convolution: Winograd F(2x2, 3x3) and the cut to live taps (mxref/ops/nn/winograd.py, convolution.py)
+
+_CONV_FAST_CASES = {
+    # name: (data shape, num_filter, kernel, stride, pad)
+    "winograd": ((2, 16, 7, 6), 24, (3, 3), (1, 1), (1, 1)),
+    "winograd_pad0_pad2": ((3, 16, 5, 9), 16, (3, 3), (1, 1), (0, 2)),
+    "winograd_1_tile": ((2, 32, 2, 2), 16, (3, 3), (1, 1), (1, 1)),
+    "live_taps_1x1_input": ((2, 16, 1, 1), 16, (3, 3), (1, 1), (1, 1)),
+    "live_taps_stride_2": ((2, 16, 2, 2), 8, (3, 3), (2, 2), (1, 1)),
+    "live_taps_1d": ((2, 3, 1), 4, (3,), (1,), (1,)),
+    "pointwise_small_output": ((3, 8, 2, 3), 5, (1, 1), (1, 1), (0, 0)),
+}
+
+
+def _conv_fast_case(name, dtype, no_bias):
+    shape, f, k, s, pd = _CONV_FAST_CASES[name]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((f, shape[1]) + k).astype(dtype)
+    p = {"kernel": k, "stride": s, "pad": pd, "num_filter": f, "no_bias": no_bias}
+    return ([x, w] if no_bias else [x, w, rng.standard_normal(f).astype(dtype)]), p
+
+
+@pytest.mark.parametrize("no_bias", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(_CONV_FAST_CASES))
+def test_convolution_fast_paths_match_the_reference(name, dtype, no_bias):
+    """Forward, and backward under every request (the data gradient of 3x3 stride-1 filters
+    is Winograd's too; the cut taps' weight gradient is 0)."""
+    if not registry.list_kernels("Convolution", "cpu"):
+        pytest.skip("no fast kernel for Convolution (extension not built or MXREF_ENABLE_EXT=0)")
+    inputs, p = _conv_fast_case(name, dtype, no_bias)
+    out = check_kernels("Convolution", inputs, p)["reference"][0]
+    rng = np.random.default_rng(1)
+    og = rng.standard_normal(out.shape).astype(dtype)
+    for req in (["write"] * 3, ["null", "write", "write"], ["write", "null", "null"], ["add"] * 3):
+        start = [rng.standard_normal(a.shape).astype(dtype) for a in inputs]
+        check_kernels("_backward_Convolution", [og] + inputs[:2], p, req=req[:len(inputs)], outputs=start)
+
+
+def test_winograd_runs_for_3x3_stride_1_and_only_there(monkeypatch):
+    from mxref.ops.nn import winograd
+    if winograd.C is None or not registry.list_kernels("Convolution", "cpu"):
+        pytest.skip("no Winograd kernels (extension not built or MXREF_ENABLE_EXT=0)")
+    calls = []
+    real = winograd.conv3x3
+    monkeypatch.setattr(winograd, "conv3x3",
+                        lambda *a, **k: calls.append(k.get("flip", False)) or real(*a, **k))
+    x = mx.nd.array(np.random.default_rng(0).standard_normal((2, 16, 6, 6)))
+    w = mx.nd.array(np.random.default_rng(1).standard_normal((16, 16, 3, 3)))
+    mx.nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=16, no_bias=True).wait_to_read()
+    assert calls == [False]
+    mx.nd.Convolution(x, w, kernel=(3, 3), stride=(2, 2), num_filter=16, no_bias=True).wait_to_read()
+    mx.nd.Convolution(x[:, :8], w[:, :8], kernel=(3, 3), num_filter=16, no_bias=True).wait_to_read()
+    assert calls == [False]          # stride 2, and 8 input channels: im2col
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=16, no_bias=True)
+    y.backward()
+    x.grad.wait_to_read()
+    assert calls == [False, False, True]     # forward, then the data gradient (flipped filter)
+
+
+def test_winograd_float32_error_against_float64():
+    """The documented float32 tolerance, on a ResNet-sized channel count."""
+    from mxref.ops.nn import winograd
+    if winograd.C is None:
+        pytest.skip("no Winograd kernels (extension not built or MXREF_ENABLE_EXT=0)")
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((2, 256, 7, 7)), rng.standard_normal((64, 256, 3, 3)) / 48
+    exact = np.zeros((2, 64, 7, 7))
+    winograd.conv3x3(x, w, None, (1, 1), exact, "write")
+    got = np.zeros((2, 64, 7, 7), np.float32)
+    winograd.conv3x3(x.astype(np.float32), w.astype(np.float32), None, (1, 1), got, "write")
+    rtol, atol = winograd.TOL["float32"]
+    np.testing.assert_allclose(got, exact, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("chunk_tiles", [1, 5, 40, 512])
+def test_winograd_chunks_of_samples_and_tile_rows(monkeypatch, chunk_tiles):
+    """Chunks of several samples, of one, and of tile rows within a sample give the same result."""
+    from mxref.ops.nn import winograd
+    if winograd.C is None or not registry.list_kernels("Convolution", "cpu"):
+        pytest.skip("no Winograd kernels (extension not built or MXREF_ENABLE_EXT=0)")
+    monkeypatch.setattr(winograd, "CHUNK_TILES", chunk_tiles)
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((5, 16, 9, 11)), rng.standard_normal((17, 16, 3, 3))
+    check_kernels("Convolution", [x, w, rng.standard_normal(17)],
+                  {"kernel": (3, 3), "pad": (1, 1), "num_filter": 17})

@@ -19,8 +19,10 @@ Kernels: ``forward``/``backward`` with numpy's im2col/col2im are the reference; 
 kernels (registered at the end) are the same functions given the C loops of ``im2col.C``, except
 for depthwise filters (``C / num_group == 1``, MobileNet's), which C loops apply directly, and
 the forward of 1x1 filters, one GEMM per sample with no columns, and the forward of large
-outputs (>= 16 positions), columns and GEMM per sample straight into the output. No
-second derivative (``_backward_Convolution`` has no gradient).
+outputs (>= 16 positions), columns and GEMM per sample straight into the output; 3x3
+stride-1 filters (forward and data gradient) run Winograd F(2x2, 3x3) (``winograd.py``), and taps
+that read only padding are cut off first. No second derivative (``_backward_Convolution`` has no
+gradient).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 from ...base import MXNetError
 from ..parallel import parallel_for, parallel_matmul
 from ..registry import OpDef, Param, assign, register, register_kernel
-from . import im2col
+from . import im2col, winograd
 from ._util import backward_node, merge_shape, out_entries, uniform_type
 from .im2col import out_size
 
@@ -243,11 +245,48 @@ def _c_takes_backward(p, inputs, outputs, req) -> bool:
     return im2col.c_takes(inputs[1]) and im2col.c_takes(inputs[0])      # data, then ograd
 
 
+def _live_taps(p, geom, in_sp, out_sp):
+    """``(params, weight slice)`` of the kernel cut down to its taps that read at least one input
+    pixel, or ``None`` when all do. The others multiply only padding, so their terms are zeros:
+    a 3x3 filter over a 1x1 input (ResNet's last stage at 32x32) is its centre tap, a 1x1
+    convolution. The live taps of an axis are a contiguous range; the cut moves the padding."""
+    k, s, d, pd = geom
+    if not any(pd):
+        return None
+    lo, hi = [], []
+    for kk, ss, dd, pp, n_in, n_out in zip(k, s, d, pd, in_sp, out_sp):
+        live = []
+        for ki in range(kk):
+            off = ki * dd - pp              # input position of output 0; output o reads o*ss + off
+            first = -(off // ss) if off < 0 else 0
+            last = (n_in - 1 - off) // ss + 1 if n_in - 1 - off >= 0 else 0
+            if min(last, n_out) > first:
+                live.append(ki)
+        if not live:
+            return None
+        lo.append(live[0])
+        hi.append(live[-1] + 1)
+    if all(a == 0 and b == kk for a, b, kk in zip(lo, hi, k)) or \
+            any(a * dd > pp for a, dd, pp in zip(lo, d, pd)):
+        return None
+    p2 = dict(p, kernel=tuple(b - a for a, b in zip(lo, hi)),
+              pad=tuple(pp - a * dd for a, dd, pp in zip(lo, d, pd)))
+    return p2, (slice(None), slice(None)) + tuple(slice(a, b) for a, b in zip(lo, hi))
+
+
 def _c_forward(octx, p, inputs, outputs, req):
-    """Depthwise filters (one input channel per group) in C loops, 1x1 filters as one GEMM per
-    sample, large outputs as im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
+    """3x3 stride-1 filters by Winograd F(2x2, 3x3) (``winograd.py``), depthwise filters (one
+    input channel per group) in C loops, 1x1 filters as one GEMM per sample, large outputs as
+    im2col + GEMM per sample, else im2col in C + one GEMM for the batch."""
     geom = geometry("Convolution", p)
-    if im2col.depthwise(p, inputs[0]):
+    x, w, out = inputs[0], inputs[1], outputs[0]
+    cut = _live_taps(p, geom, x.shape[2:], out.shape[2:])
+    if cut is not None:
+        return _c_forward(octx, cut[0], [x, np.ascontiguousarray(w[cut[1]])] + list(inputs[2:]),
+                          outputs, req)
+    if winograd.applies(p, geom, x.shape, w.shape, out.shape[2:], x.dtype):
+        winograd.conv3x3(x, w, None if p["no_bias"] else inputs[2], geom[3], out, req[0])
+    elif im2col.depthwise(p, inputs[0]):
         im2col.c_depthwise(p, inputs, outputs, req, geom)
     elif im2col.pointwise(p, *geom[:2], geom[3]):
         im2col.pointwise_forward(p, inputs, outputs, req)
@@ -257,17 +296,55 @@ def _c_forward(octx, p, inputs, outputs, req):
         forward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns)
 
 
+def _c_pointwise_backward_small(p, inputs, outputs, req):
+    """A 1x1 Convolution's gradients over small outputs as whole-batch GEMMs on ``(channels,
+    N*O)`` matrices (per-sample products of a few columns would run at matrix-vector speed)."""
+    og, x, w = inputs
+    (n, c), f = x.shape[:2], og.shape[1]
+    og_f = np.ascontiguousarray(og.reshape(n, f, -1).swapaxes(0, 1)).reshape(f, -1)
+    if req[1] != "null":
+        x_f = np.ascontiguousarray(x.reshape(n, c, -1).swapaxes(0, 1)).reshape(c, -1)
+        assign(outputs[1], req[1], parallel_matmul(og_f, x_f.T, np.empty((f, c), og.dtype)).reshape(w.shape))
+    if req[0] != "null":
+        dx_f = parallel_matmul(w.reshape(f, c).T, og_f, np.empty((c, og_f.shape[1]), og.dtype))
+        assign(outputs[0], req[0], dx_f.reshape(c, n, -1).swapaxes(0, 1).reshape(x.shape))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og_f.sum(axis=1))
+
+
 def _c_backward(octx, p, inputs, outputs, req):
-    if im2col.depthwise(p, inputs[1]):
-        im2col.c_depthwise_backward(p, inputs, outputs, req, geometry("Convolution", p))
-    else:
-        backward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im)
+    """Depthwise filters in C loops; else im2col/col2im in C + GEMMs, the data gradient of 3x3
+    stride-1 filters by Winograd (a 3x3 stride-1 convolution of ``dout`` itself)."""
+    geom = geometry("Convolution", p)
+    og, x, w = inputs
+    cut = _live_taps(p, geom, x.shape[2:], og.shape[2:])
+    if cut is not None:     # the cut-off taps' weight gradient is 0
+        wc = np.ascontiguousarray(w[cut[1]])
+        dwc = np.empty(wc.shape, dtype=og.dtype)
+        _c_backward(octx, cut[0], [og, x, wc], [outputs[0], dwc] + list(outputs[2:]),
+                    [req[0], "write" if req[1] != "null" else "null"] + list(req[2:]))
+        if req[1] != "null":
+            dw = np.zeros(w.shape, dtype=og.dtype)
+            dw[cut[1]] = dwc
+            assign(outputs[1], req[1], dw)
+        return None
+    if im2col.depthwise(p, x):
+        return im2col.c_depthwise_backward(p, inputs, outputs, req, geom)
+    if im2col.pointwise(p, *geom[:2], geom[3]) and not im2col.per_sample(p, x, og.shape[2:]):
+        return _c_pointwise_backward_small(p, inputs, outputs, req)
+    if req[0] != "null" and winograd.applies(p, geom, og.shape, w.shape[1::-1], x.shape[2:], og.dtype):
+        winograd.data_grad(og, w, geom[3], outputs[0], req[0])
+        req = ["null"] + list(req[1:])
+        if all(r == "null" for r in req):
+            return None
+    backward(octx, p, inputs, outputs, req, columns=im2col.c_conv_columns, col2im=im2col.c_conv_col2im)
 
 
 if im2col.C is not None:
-    _TOL = {"float32": (1e-5, 1e-5), "float64": (1e-12, 1e-12)}
+    # float32 1e-4: Winograd's transforms round differently from im2col's dot products.
+    _TOL = winograd.TOL
     register_kernel("Convolution", "cpu", _c_forward, applies=_c_takes_forward,
-                    name="nn_kernels.im2col_2d + GEMM | depthwise_2d", exact=False, tol=_TOL)
+                    name="nn_kernels.im2col_2d + GEMM | depthwise_2d | winograd 3x3", exact=False, tol=_TOL)
     register_kernel("_backward_Convolution", "cpu", _c_backward, applies=_c_takes_backward,
-                    name="nn_kernels.im2col_2d/col2im_2d + GEMM | depthwise_2d_backward", exact=False,
-                    tol=_TOL)
+                    name="nn_kernels.im2col_2d/col2im_2d + GEMM | depthwise_2d_backward | winograd 3x3",
+                    exact=False, tol=_TOL)
