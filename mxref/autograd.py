@@ -459,30 +459,41 @@ def _invoke_into(step, ins: List[NDArray], direct: Dict[int, NDArray]) -> List[N
     gradient into the variable's ``.grad`` (``direct``), an unread output with req 'null' where
     the op allows it; otherwise, or for inputs that take another path (sparse), plain ``invoke``."""
     op = step.op
-    if not ins or step.params_key is None or op.sparse_from_dense or any(x._sparse for x in ins):
+    if not ins or step.params_key is None or op.sparse_from_dense:
         return _imperative.invoke(op, step.params_key, step.params, ins)
-    ctx = ins[0]._chunk.ctx
-    key = (step.params_key, tuple([(x._shape, x._dtype) for x in ins]))
-    spec = _out_specs.get(key)
-    if spec is None:
+    shapes = tuple([(x._shape, x._dtype, x._sparse) for x in ins])
+    key = (id(step), shapes)
+    hit = _out_specs.get(key)
+    if hit is None or hit[0] is not step:
+        if any(x._sparse for x in ins):
+            return _imperative.invoke(op, step.params_key, step.params, ins)
+        out_shapes, out_dtypes = _imperative.infer_outputs(op, step.params, [x._shape for x in ins],
+                                                           [x._dtype for x in ins])
+        unused = tuple(k for k, slot in enumerate(step.outs) if slot is None)
+        run_op, pkey = op, step.params_key
+        if unused and ins[0]._chunk.ctx.device_type == "cpu":
+            masked = _masked(op, unused)
+            if masked is not None:
+                run_op, pkey = masked, (pkey, "null", unused)    # its own shape/kernel cache entry
         if len(_out_specs) >= 1024:
             _out_specs.clear()
-        spec = _out_specs[key] = _imperative.infer_outputs(op, step.params, [x._shape for x in ins],
-                                                           [x._dtype for x in ins])
-    grads = [direct.get(slot) if slot is not None else None for slot in step.outs]
-    for k, (g, shape, dtype) in enumerate(zip(grads, *spec)):
-        if g is not None and not (g._shape == shape and g._dtype == dtype and g._chunk.ctx == ctx):
-            grads[k] = None       # a buffer unlike the gradient: ``store`` copies (or raises)
-    unused = tuple(k for k, slot in enumerate(step.outs) if slot is None)
-    pkey, masked = step.params_key, None
-    if unused and ctx.device_type == "cpu":
-        masked = _masked(op, unused)
-        if masked is not None:
-            op, pkey = masked, (pkey, "null", unused)     # its own shape/kernel cache entry
-    if masked is None and all(g is None for g in grads):
+        hit = _out_specs[key] = (step, tuple(zip(step.outs, out_shapes, out_dtypes)), run_op, pkey)
+    _, outs, run_op, pkey = hit
+    ctx = ins[0]._chunk.ctx
+    out, into_grad = [], False
+    for slot, shape, dtype in outs:
+        g = direct.get(slot) if slot is not None else None
+        if g is not None and g._shape == shape and g._dtype == dtype and g._chunk.ctx == ctx \
+                and not any(x._chunk is g._chunk for x in ins):
+            # (an input in the buffer: a hybridized block's backward wrote a partial gradient
+            # there, which this op sums; the sum goes to a new array and ``store`` copies it)
+            out.append(g)
+            into_grad = True
+        else:        # a new array (a buffer unlike the gradient: ``store`` copies, or raises)
+            out.append(_empty(shape, ctx, dtype))
+    if run_op is op and not into_grad:
         return _imperative.invoke(op, pkey, step.params, ins)
-    out = [g if g is not None else _empty(shape, ctx, dtype) for g, shape, dtype in zip(grads, *spec)]
-    return _imperative.invoke(op, pkey, step.params, ins, out)
+    return _imperative.invoke(run_op, pkey, step.params, ins, out)
 
 
 _ones_params: Dict[tuple, tuple] = {}

@@ -434,6 +434,11 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run ``hybrid_forward`` on NDArrays (imperatively, or through the cached executor when
         hybridized), or trace it when given Symbols. Inputs may nest in lists and be ``None``."""
+        if not args and isinstance(x, NDArray):
+            # The usual call, one array: what ``_gather_type_ctx_info`` would find, without the walk.
+            ctx = x.context
+            with ctx:
+                return self._call_cached_op(x) if self._active else self._forward_imperative(ctx, x)
         has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x, *args])
         if has_sym and has_nd:
             raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types for "
