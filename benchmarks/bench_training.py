@@ -18,7 +18,9 @@ Systems, each in its own subprocess with the same thread count ``T`` (``OMP_NUM_
   ``static_alloc=True, static_shape=True``, ``SoftmaxCrossEntropyLoss``, ``autograd.record()``,
   ``backward()``, ``Trainer.step(batch)``;
 * ``mxref-imperative`` / ``mxnet-imperative``: the same Gluon code, not hybridized;
-* ``torch``: eager ``nn.Sequential``, ``CrossEntropyLoss``, ``torch.optim.SGD``.
+* ``torch``: eager ``nn.Sequential``, ``CrossEntropyLoss``, ``torch.optim.SGD``;
+* ``base-module`` / ``base-hybrid`` / ``base-imperative`` (only with ``MXREF_BASELINE_ROOT`` set
+  to another mxref checkout): mxref's systems imported from that checkout, for before/after.
 
 The same script body drives mxref and MXNet (both speak MXNet 1.x Python). Each worker times
 ``--repeats`` blocks of ``--iters`` steps after a warm-up and ``waitall`` at the end of each block;
@@ -30,6 +32,8 @@ Run::
 
     .venv/bin/python benchmarks/bench_training.py                      # both models, T=2, wall clock
     .venv/bin/python benchmarks/bench_training.py --models mlp --clock cpu --rounds 3
+    .venv/bin/python benchmarks/bench_training.py --models mlp --rounds 3 \
+        --systems mxref-imperative mxnet-imperative mxref-hybrid     # the imperative target
 """
 from __future__ import annotations
 
@@ -49,6 +53,11 @@ MXNET = os.environ.get("MXNET191_PYTHON", "/work/venvs/mxnet191/bin/python")
 TORCH = os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python")
 SYSTEMS = {"mxref-module": MXREF, "mxref-hybrid": MXREF, "mxref-imperative": MXREF,
            "mxnet-module": MXNET, "mxnet-hybrid": MXNET, "mxnet-imperative": MXNET, "torch": TORCH}
+# ``MXREF_BASELINE_ROOT=/path/to/other/checkout``: also ``base-module``, ``base-hybrid`` and
+# ``base-imperative``, mxref imported from that checkout, for before/after numbers in one run.
+BASELINE = os.environ.get("MXREF_BASELINE_ROOT")
+if BASELINE:
+    SYSTEMS.update({f"base-{api}": MXREF for api in ("module", "hybrid", "imperative")})
 BATCH = {"mlp": 128, "lenet": 64, "dense8": 4}
 SHAPE = {"mlp": (784,), "lenet": (1, 28, 28), "dense8": (8,)}
 ITERS = {"mlp": 20, "lenet": 5, "dense8": 200}
@@ -152,8 +161,8 @@ def worker(args) -> None:
     if args.worker == "torch":
         print(json.dumps(run_torch(args.model, args.iters, args.repeats, args.threads)))
         return
-    if args.worker.startswith("mxref"):
-        sys.path.insert(0, ROOT)
+    if args.worker.startswith(("mxref", "base")):
+        sys.path.insert(0, BASELINE if args.worker.startswith("base") else ROOT)
         import mxref as mx  # noqa: PLC0415
     else:
         import mxnet as mx  # noqa: PLC0415
@@ -197,9 +206,11 @@ def main(argv=None):
         # The issue's targets between mxref's own APIs.
         for num, den, target in (("mxref-hybrid", "mxref-module", 0.9),
                                  ("mxref-imperative", "mxref-hybrid", 0.5),
-                                 ("mxref-imperative", "mxnet-imperative", 1.2)):
+                                 ("mxref-imperative", "mxnet-imperative", 1.2),
+                                 ("mxref-imperative", "base-imperative", None)):
             if num in med and den in med:
-                print(f"{model:6} {num} / {den}: {med[num] / med[den]:.2f}x (target >= {target}x)")
+                goal = f" (target >= {target}x)" if target else ""
+                print(f"{model:6} {num} / {den}: {med[num] / med[den]:.2f}x{goal}")
 
 
 if __name__ == "__main__":
