@@ -21,7 +21,7 @@ Run::
     .venv/bin/python benchmarks/bench_step_phases.py                 # MLP, 2 operator threads
     .venv/bin/python benchmarks/bench_step_phases.py --model lenet --steps 200
     .venv/bin/python benchmarks/bench_step_phases.py --steps 0 --pairs 40 --burn-us 300
-    MXNET_ENGINE_TYPE=NaiveEngine MXNET_OMP_MAX_THREADS=1 \
+    MXNET_ENGINE_TYPE=NaiveEngine OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
         .venv/bin/python benchmarks/bench_step_phases.py --steps 100 --op-cpu   # kernels' CPU
 """
 from __future__ import annotations
@@ -187,7 +187,7 @@ def main(argv=None) -> None:
         print(f"  {api:10} {sum(ops.values()):4g}: {detail}")
     if args.op_cpu:
         print("operation CPU per step (µs, on the thread that ran it; all of it with "
-              "MXNET_ENGINE_TYPE=NaiveEngine MXNET_OMP_MAX_THREADS=1)")
+              "MXNET_ENGINE_TYPE=NaiveEngine OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)")
         for api, phases in steps.items():
             spent: collections.Counter = collections.Counter()
             count_ops(phases, 50, spent)
