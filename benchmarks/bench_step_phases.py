@@ -7,7 +7,7 @@ The step is ``bench_training``'s (same nets, batch, SGD with momentum). Phases: 
 ``time.thread_time()`` (CPU time of the calling thread only: the kernels on the engine's workers
 are not in it) over ``--steps`` steps, with a ``waitall`` every 20 steps as ``bench_training``
 does, and the median is printed. Then the engine's ``push_sync`` is wrapped to count the
-operations each step pushes, by name.
+operations each step pushes, by name (``--op-cpu``: and the CPU time they take).
 
 ``--pairs N`` then runs whole steps of Module and of hybridized Gluon in this one process,
 alternating blocks of 20 steps N times, and prints each one's median time per step and the
@@ -21,6 +21,8 @@ Run::
     .venv/bin/python benchmarks/bench_step_phases.py                 # MLP, 2 operator threads
     .venv/bin/python benchmarks/bench_step_phases.py --model lenet --steps 200
     .venv/bin/python benchmarks/bench_step_phases.py --steps 0 --pairs 40 --burn-us 300
+    MXNET_ENGINE_TYPE=NaiveEngine OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+        .venv/bin/python benchmarks/bench_step_phases.py --steps 100 --op-cpu   # kernels' CPU
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -91,13 +94,24 @@ def time_phases(phases, steps: int) -> dict:
     return {name: statistics.median(v) * 1e6 for name, v in spent.items()}
 
 
-def count_ops(phases, steps: int = 10) -> collections.Counter:
+def count_ops(phases, steps: int = 10, spent: Optional[collections.Counter] = None) -> collections.Counter:
+    """Engine operations per step, by name; with ``spent``, also the CPU seconds per step each
+    name's operations took on the thread that ran them (``time.thread_time``)."""
     eng = mx.engine.get()
     names: collections.Counter = collections.Counter()
     original = eng.push_sync
 
     def counting(fn, ctx, const_vars=(), mutable_vars=(), *args, **kwargs):
-        names[kwargs.get("name") or (args[2] if len(args) > 2 else None) or getattr(fn, "__name__", "?")] += 1
+        name = kwargs.get("name") or (args[2] if len(args) > 2 else None) or getattr(fn, "__name__", "?")
+        names[name] += 1
+        if spent is not None:
+            def timed(run_ctx, fn=fn, name=name):
+                t = time.thread_time()
+                try:
+                    return fn(run_ctx)
+                finally:
+                    spent[name] += (time.thread_time() - t) / steps
+            return original(timed, ctx, const_vars, mutable_vars, *args, **kwargs)
         return original(fn, ctx, const_vars, mutable_vars, *args, **kwargs)
 
     eng.push_sync = counting
@@ -153,6 +167,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=600, help="steps timed per phase (0: skip)")
     parser.add_argument("--pairs", type=int, default=0, help="alternated blocks, in-process comparison")
     parser.add_argument("--burn-us", type=float, default=0.0, help="Python busy loop added to Module's step")
+    parser.add_argument("--op-cpu", action="store_true", help="also the CPU time of each engine operation")
     args = parser.parse_args(argv)
     steps = make_steps(args.model)
     if args.pairs:
@@ -170,6 +185,14 @@ def main(argv=None) -> None:
         ops = count_ops(phases)
         detail = ", ".join(f"{k} {v:g}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1]))
         print(f"  {api:10} {sum(ops.values()):4g}: {detail}")
+    if args.op_cpu:
+        print("operation CPU per step (µs, on the thread that ran it; all of it with "
+              "MXNET_ENGINE_TYPE=NaiveEngine OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1)")
+        for api, phases in steps.items():
+            spent: collections.Counter = collections.Counter()
+            count_ops(phases, 50, spent)
+            detail = ", ".join(f"{k} {v * 1e6:.0f}" for k, v in spent.most_common())
+            print(f"  {api:10} {sum(spent.values()) * 1e6:6.0f}: {detail}")
 
 
 if __name__ == "__main__":

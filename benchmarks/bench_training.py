@@ -17,18 +17,23 @@ Systems, each in its own subprocess with the same thread count ``T`` (``OMP_NUM_
 * ``mxref-hybrid`` / ``mxnet-hybrid``: a ``HybridSequential`` hybridized with
   ``static_alloc=True, static_shape=True``, ``SoftmaxCrossEntropyLoss``, ``autograd.record()``,
   ``backward()``, ``Trainer.step(batch)``;
-* ``mxref-imperative``: the same Gluon code, not hybridized;
-* ``torch``: eager ``nn.Sequential``, ``CrossEntropyLoss``, ``torch.optim.SGD``.
+* ``mxref-imperative`` / ``mxnet-imperative``: the same Gluon code, not hybridized;
+* ``torch``: eager ``nn.Sequential``, ``CrossEntropyLoss``, ``torch.optim.SGD``;
+* ``base-module`` / ``base-hybrid`` / ``base-imperative`` (only with ``MXREF_BASELINE_ROOT`` set
+  to another mxref checkout): mxref's systems imported from that checkout, for before/after.
 
 The same script body drives mxref and MXNet (both speak MXNet 1.x Python). Each worker times
 ``--repeats`` blocks of ``--iters`` steps after a warm-up and ``waitall`` at the end of each block;
 the table gives the median and the ratios of every system to MXNet 1.9.1's same API, then
-hybridized / Module and imperative / hybridized (the targets: >= 0.9x and >= 0.5x).
+hybridized / Module and imperative / hybridized (the targets: >= 0.9x and >= 0.5x), and mxref's
+imperative Gluon / MXNet's (the target: >= 1.2x).
 
 Run::
 
     .venv/bin/python benchmarks/bench_training.py                      # both models, T=2, wall clock
     .venv/bin/python benchmarks/bench_training.py --models mlp --clock cpu --rounds 3
+    .venv/bin/python benchmarks/bench_training.py --models mlp --rounds 3 \
+        --systems mxref-imperative mxnet-imperative mxref-hybrid     # the imperative target
 """
 from __future__ import annotations
 
@@ -47,7 +52,12 @@ MXREF = os.path.join(ROOT, ".venv", "bin", "python")
 MXNET = os.environ.get("MXNET191_PYTHON", "/work/venvs/mxnet191/bin/python")
 TORCH = os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python")
 SYSTEMS = {"mxref-module": MXREF, "mxref-hybrid": MXREF, "mxref-imperative": MXREF,
-           "mxnet-module": MXNET, "mxnet-hybrid": MXNET, "torch": TORCH}
+           "mxnet-module": MXNET, "mxnet-hybrid": MXNET, "mxnet-imperative": MXNET, "torch": TORCH}
+# ``MXREF_BASELINE_ROOT=/path/to/other/checkout``: also ``base-module``, ``base-hybrid`` and
+# ``base-imperative``, mxref imported from that checkout, for before/after numbers in one run.
+BASELINE = os.environ.get("MXREF_BASELINE_ROOT")
+if BASELINE:
+    SYSTEMS.update({f"base-{api}": MXREF for api in ("module", "hybrid", "imperative")})
 BATCH = {"mlp": 128, "lenet": 64, "dense8": 4}
 SHAPE = {"mlp": (784,), "lenet": (1, 28, 28), "dense8": (8,)}
 ITERS = {"mlp": 20, "lenet": 5, "dense8": 200}
@@ -151,8 +161,8 @@ def worker(args) -> None:
     if args.worker == "torch":
         print(json.dumps(run_torch(args.model, args.iters, args.repeats, args.threads)))
         return
-    if args.worker.startswith("mxref"):
-        sys.path.insert(0, ROOT)
+    if args.worker.startswith(("mxref", "base")):
+        sys.path.insert(0, BASELINE if args.worker.startswith("base") else ROOT)
         import mxref as mx  # noqa: PLC0415
     else:
         import mxnet as mx  # noqa: PLC0415
@@ -184,20 +194,23 @@ def main(argv=None):
     print(f"training samples/s ({args.clock} clock), {args.threads} thread(s), median of "
           f"{args.repeats} x {args.rounds} blocks")
     print(f"{'model':6} {'system':17} {'samples/s':>10} {'min':>8} {'max':>8} | "
-          f"{'/ mxnet-module':>14} {'/ mxnet-hybrid':>14}")
+          f"{'/ mxnet-module':>14} {'/ mxnet-hybrid':>14} {'/ mxnet-imper.':>14}")
     for model in args.models:
         rates = alternate(measure, args.systems, model, args, args.iters or ITERS[model])
         med = {s: statistics.median(r) for s, r in rates.items()}
         for s in args.systems:
             ratios = [f"{med[s] / med[ref]:13.2f}x" if ref in med else f"{'':14}"
-                      for ref in ("mxnet-module", "mxnet-hybrid")]
+                      for ref in ("mxnet-module", "mxnet-hybrid", "mxnet-imperative")]
             print(f"{model:6} {s:17} {med[s]:10.0f} {min(rates[s]):8.0f} {max(rates[s]):8.0f} | "
                   + " ".join(ratios))
         # The issue's targets between mxref's own APIs.
         for num, den, target in (("mxref-hybrid", "mxref-module", 0.9),
-                                 ("mxref-imperative", "mxref-hybrid", 0.5)):
+                                 ("mxref-imperative", "mxref-hybrid", 0.5),
+                                 ("mxref-imperative", "mxnet-imperative", 1.2),
+                                 ("mxref-imperative", "base-imperative", None)):
             if num in med and den in med:
-                print(f"{model:6} {num} / {den}: {med[num] / med[den]:.2f}x (target >= {target}x)")
+                goal = f" (target >= {target}x)" if target else ""
+                print(f"{model:6} {num} / {den}: {med[num] / med[den]:.2f}x{goal}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
 """
 from __future__ import annotations
 
+import copy
 import threading
 from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -368,11 +369,14 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
         for n in topo:
             if not n.is_variable:
                 n.extra.clear()    # the saved values now live only in `values`, dropped once read
+    direct = _direct_outputs(plan, xs, values) if _state.storing_grads and not create_graph else None
     with _Scope(create_graph, is_train):
-        for step in plan.steps:
+        for i, step in enumerate(plan.steps):
             ins = [values[s] for s in step.ins]
             if step.function is not None:
                 outs = _function.run_backward(*functions[step.function], ins)
+            elif direct is not None and i in plan.direct_steps:
+                outs = _invoke_into(step, ins, direct)
             else:
                 outs = _imperative.invoke(step.op, step.params_key, step.params, ins)
             for s, o in zip(step.outs, outs):
@@ -381,6 +385,115 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
             for s in step.frees:
                 values[s] = None
     return xs, [values[s] for s in plan.grads], list(plan.produced)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward ops writing where their results go (MXNet's OpReqType for the gradient outputs)
+# ---------------------------------------------------------------------------------------------
+#
+# ``backward`` stores each variable's gradient into its ``.grad``. A gradient that one backward op
+# computes for one variable only (``Plan.sole_grads``) is written by that op straight into the
+# ``.grad`` buffer (grad_req 'write'), as MXNet's kWriteTo into the gradient array, rather than into
+# a new array that ``store`` then copies over. And an output nobody reads (the data gradient of a
+# network's first layer, whose input needs none) is given req 'null', so that the kernels of
+# ``_NULL_REQ_OPS`` skip computing it (MXNet's kNullOp).
+
+# Backward ops whose reference kernel skips an output of req 'null'. The masking wraps the
+# reference kernel, so it applies only where that kernel is the one that runs (a host context and
+# no fast kernel registered for the op); elsewhere the output is computed and dropped as before.
+_NULL_REQ_OPS = frozenset({"_backward_FullyConnected"})
+_masked_ops: Dict[tuple, Optional[registry.OpDef]] = {}
+_out_specs: Dict[tuple, tuple] = {}
+
+
+def _direct_outputs(plan, xs: List[Node], values: List[Optional[NDArray]]) -> Dict[int, NDArray]:
+    """``{slot: x.grad}``: the gradient buffers the backward ops may write directly, for the
+    variables of grad_req 'write' whose gradient is a step's own output (``Plan.sole_grads``)."""
+    direct = {}
+    for slot, i in plan.sole_grads.items():
+        saved = xs[i].extra["ag"]
+        g = saved.grad
+        if saved.grad_req == "write" and g is not None and g.__class__ is NDArray:
+            direct[slot] = g
+    if direct:
+        # A buffer the backward also reads (passed as a head gradient, or recorded as a forward
+        # value) must not be overwritten before its readers ran: it keeps the copy at the end.
+        # Two variables sharing one buffer keep the copies too (their order decides what stays).
+        chunks: Dict[int, list] = {}
+        for slot, g in direct.items():
+            chunks.setdefault(id(g._chunk), []).append(slot)
+        for v in values:
+            if v is not None and id(v._chunk) in chunks:
+                chunks[id(v._chunk)].append(None)
+        for slots in chunks.values():
+            if len(slots) > 1:
+                for slot in slots:
+                    direct.pop(slot, None)
+    return direct
+
+
+def _masked(op: registry.OpDef, unused: Tuple[int, ...]) -> Optional[registry.OpDef]:
+    """``op`` with its kernel told req 'null' for the outputs ``unused``, or ``None`` when the op is
+    not one whose kernel honours it (then the outputs are computed as usual)."""
+    key = (op.name, unused)
+    if key in _masked_ops:
+        return _masked_ops[key]
+    masked = None
+    if op.name in _NULL_REQ_OPS and registry.get_kernel(op, "cpu") is op.fcompute:
+        kernel = op.fcompute
+
+        def run(octx, params, inputs, outputs, req):
+            req = list(req)
+            for k in unused:
+                req[k] = "null"
+            kernel(octx, params, inputs, outputs, req)
+
+        masked = copy.copy(op)
+        masked.fcompute = run
+    _masked_ops[key] = masked
+    return masked
+
+
+def _invoke_into(step, ins: List[NDArray], direct: Dict[int, NDArray]) -> List[NDArray]:
+    """Run a backward step whose outputs include a variable's gradient or an unread value: the
+    gradient into the variable's ``.grad`` (``direct``), an unread output with req 'null' where
+    the op allows it; otherwise, or for inputs that take another path (sparse), plain ``invoke``."""
+    op = step.op
+    if not ins or step.params_key is None or op.sparse_from_dense:
+        return _imperative.invoke(op, step.params_key, step.params, ins)
+    shapes = tuple([(x._shape, x._dtype, x._sparse) for x in ins])
+    key = (id(step), shapes)
+    hit = _out_specs.get(key)
+    if hit is None or hit[0] is not step:
+        if any(x._sparse for x in ins):
+            return _imperative.invoke(op, step.params_key, step.params, ins)
+        out_shapes, out_dtypes = _imperative.infer_outputs(op, step.params, [x._shape for x in ins],
+                                                           [x._dtype for x in ins])
+        unused = tuple(k for k, slot in enumerate(step.outs) if slot is None)
+        run_op, pkey = op, step.params_key
+        if unused and ins[0]._chunk.ctx.device_type == "cpu":
+            masked = _masked(op, unused)
+            if masked is not None:
+                run_op, pkey = masked, (pkey, "null", unused)    # its own shape/kernel cache entry
+        if len(_out_specs) >= 1024:
+            _out_specs.clear()
+        hit = _out_specs[key] = (step, tuple(zip(step.outs, out_shapes, out_dtypes)), run_op, pkey)
+    _, outs, run_op, pkey = hit
+    ctx = ins[0]._chunk.ctx
+    out, into_grad = [], False
+    for slot, shape, dtype in outs:
+        g = direct.get(slot) if slot is not None else None
+        if g is not None and g._shape == shape and g._dtype == dtype and g._chunk.ctx == ctx \
+                and not any(x._chunk is g._chunk for x in ins):
+            # (an input in the buffer: a hybridized block's backward wrote a partial gradient
+            # there, which this op sums; the sum goes to a new array and ``store`` copies it)
+            out.append(g)
+            into_grad = True
+        else:        # a new array (a buffer unlike the gradient: ``store`` copies, or raises)
+            out.append(_empty(shape, ctx, dtype))
+    if run_op is op and not into_grad:
+        return _imperative.invoke(op, pkey, step.params, ins)
+    return _imperative.invoke(run_op, pkey, step.params, ins, out)
 
 
 _ones_params: Dict[tuple, tuple] = {}

@@ -53,6 +53,9 @@ class Plan(NamedTuple):
     steps: Tuple[Step, ...]
     grads: Tuple[int, ...]                              # the slot of each variable's gradient
     produced: Tuple[bool, ...]                          # whether a step computed it
+    sole_grads: Dict[int, int]                          # slot -> i: a step's output that is the
+                                                        # gradient of the i-th variable only
+    direct_steps: frozenset                             # steps with such an output, or one unread
 
 
 def params_key(node: Node):
@@ -176,6 +179,14 @@ def build_plan(topo: List[Node], index: Dict[int, int], ys: List[NodeEntry],
     for slot, i in last.items():
         if slot not in grad_slots:
             frees[i].append(slot)
+    # A computed gradient that is no other variable's may be written straight into that
+    # variable's gradient buffer (``autograd._direct_outputs``) instead of being copied there.
+    sole = {}
+    for i, slot in enumerate(grad_slots):
+        if slot in produced and grad_slots.count(slot) == 1:
+            sole[slot] = i
+    direct = frozenset(i for i, s in enumerate(steps)
+                       if s[5] is None and any(o is None or o in sole for o in s[4]))
     return Plan(num, tuple(index[id(x.node)] for x in xs), tuple(plan_sources), tuple(ghosts),
                 tuple(Step(*s, tuple(f)) for s, f in zip(steps, frees)), grad_slots,
-                tuple(s in produced for s in grad_slots))
+                tuple(s in produced for s in grad_slots), sole, direct)

@@ -335,7 +335,15 @@ class HybridBlock(Block):
                 del self._cached_execs[key]
 
     def _forward_imperative(self, ctx, *args):
-        """``hybrid_forward`` on NDArrays, one operator at a time."""
+        """``hybrid_forward`` on NDArrays, one operator at a time.
+
+        The parameters' arrays are looked up again only when some Parameter's arrays were
+        replaced (``Parameter.arrays_version``), a Parameter was registered, or ``ctx`` changed."""
+        reg = self._reg_params
+        hit = self.__dict__.get("_imperative_params")
+        if hit is not None and hit[0] is ctx and hit[1] == Parameter.arrays_version and hit[2] is reg \
+                and hit[3] == len(reg):
+            return self.hybrid_forward(nd, *args, **hit[4])
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
@@ -343,6 +351,7 @@ class HybridBlock(Block):
             for p in self._params.values():
                 p._finish_deferred_init()
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        object.__setattr__(self, "_imperative_params", (ctx, Parameter.arrays_version, reg, len(reg), params))
         return self.hybrid_forward(nd, *args, **params)
 
     def _check_format(self, fmt) -> None:
@@ -434,6 +443,11 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         """Run ``hybrid_forward`` on NDArrays (imperatively, or through the cached executor when
         hybridized), or trace it when given Symbols. Inputs may nest in lists and be ``None``."""
+        if not args and isinstance(x, NDArray):
+            # The usual call, one array: what ``_gather_type_ctx_info`` would find, without the walk.
+            ctx = x.context
+            with ctx:
+                return self._call_cached_op(x) if self._active else self._forward_imperative(ctx, x)
         has_sym, has_nd, ctxs, ctx = _gather_type_ctx_info([x, *args])
         if has_sym and has_nd:
             raise ValueError("In HybridBlock, we do not support mixed NDArrays and Symbols types for "
