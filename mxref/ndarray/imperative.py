@@ -348,6 +348,9 @@ class _KernelCall:
     inputs, then the outputs)."""
 
     __slots__ = ("arrays", "n_in", "kernel", "is_train", "ctx", "resources", "params", "req")
+    # A kernel never blocks on another thread: the threaded engine may run it on the pushing
+    # thread when nothing else is pending (``ThreadedEnginePerDevice._push``).
+    may_run_inline = True
 
     def __init__(self, arrays, n_in, kernel, is_train, ctx, resources, params, req):
         self.arrays = arrays
