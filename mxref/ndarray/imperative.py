@@ -33,6 +33,10 @@ small arrays costs more in Python than in its kernel:
 - *early release* (step 5): ``_KernelCall`` drops its arrays once run, so their memory may be
   freed even while the engine keeps the finished operation object around.
 
+The tuned ``invoke`` and ``_KernelCall`` are also compiled: ``mxref/_ext/dispatch_core.pyx`` is
+their Cython twin (the same steps and objects), used when built and not in pure mode;
+``use_compiled(False)`` selects the Python ones here.
+
 Which one ``invoke`` (and ``parse_params``, ``invoke_name``, ``invoke_default``,
 ``invoke_scalar``) is, is chosen once, at import, and by ``use_plain``: ``MXREF_PLAIN_PATHS=1``
 picks the plain paths, ``0`` the tuned ones; unset, pure mode (``MXREF_ENABLE_EXT=0``) picks the
