@@ -271,14 +271,13 @@ class ThreadedEnginePerDevice(Engine):
             finally:
                 worker_state.op_name = outer
             self._complete(blk, exc)
-        err = blk.error
-        if err is not None and err.exc.__class__ is KeyboardInterrupt and err.op_name == blk.name:
-            # Ctrl-C inside the op, on this very thread: as on the naive engine the interrupt goes
-            # on now (the outputs carry it), not as an op error at some later wait.
-            with self.errors._lock:
-                if err in self.errors.live:
-                    self.errors.live.remove(err)
-            raise err.exc
+            if exc is not None and exc.__class__ is KeyboardInterrupt:
+                # Ctrl-C inside the op, on this very thread: as on the naive engine the interrupt
+                # goes on now (the outputs carry it), not as an op error at some later wait.
+                with errors._lock:
+                    if blk.error in errors.live:
+                        errors.live.remove(blk.error)
+                raise exc
 
     def _throttle(self) -> None:
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
