@@ -39,7 +39,7 @@ def test_idle_engine_runs_a_marked_op_on_the_calling_thread(inline_engine):
 
 
 @pytest.mark.parametrize("case", ["unmarked", "priority", "async-prop", "busy", "off", "profiling"])
-def test_when_the_op_is_handed_to_a_worker(inline_engine, case):
+def test_when_the_op_is_handed_to_a_worker(inline_engine, case, tmp_path):
     where, gate = [], threading.Event()
     fn = (lambda r: where.append(threading.get_ident()))
     prop = FnProperty.CPU_PRIORITIZED if case == "priority" else FnProperty.NORMAL
@@ -51,7 +51,7 @@ def test_when_the_op_is_handed_to_a_worker(inline_engine, case):
         inline_engine.run_inline = False
     v = inline_engine.new_variable()
     if case == "profiling":
-        profiler.set_config(profile_all=True, filename="/dev/null")
+        profiler.set_config(profile_all=True, filename=str(tmp_path / "profile.json"))
         profiler.set_state("run")
     try:
         if case == "async-prop":
@@ -64,6 +64,7 @@ def test_when_the_op_is_handed_to_a_worker(inline_engine, case):
     finally:
         if case == "profiling":
             profiler.set_state("stop")
+            profiler._state.events.clear()
     assert len(where) == 1 and where[0] != threading.get_ident()
 
 
