@@ -259,6 +259,7 @@ class ThreadedEnginePerDevice(Engine):
         errors = self.errors
         if errors.tainted or errors.epoch != blk.epoch or not blk.sync:
             self._execute(blk, None)      # the skip rules and async ops: exactly as on a worker
+            _drop_caller_frames(blk.error)
         else:
             # ``_execute``'s clean case spelled out (no profiling here): the hot path of mx.nd.
             outer = getattr(worker_state, "op_name", None)
@@ -278,6 +279,7 @@ class ThreadedEnginePerDevice(Engine):
                     if blk.error in errors.live:
                         errors.live.remove(blk.error)
                 raise exc
+            _drop_caller_frames(blk.error)
 
     def _throttle(self) -> None:
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
@@ -533,6 +535,18 @@ class ThreadedEnginePerDevice(Engine):
         return {"type": self.name, "core": self.core.IMPLEMENTATION, **{f"{k}_nthreads": v for k, v in
                 self.nthreads.items()}, "max_pending": self.max_pending,
                 "groups": sorted(g.name for g in self._groups.values())}
+
+
+def _drop_caller_frames(err) -> None:
+    """Let a stored error of an op run on the calling thread keep its traceback as text only.
+
+    NOTE: a traceback's first frame links (``f_back``) to the whole stack of the thread that caught
+    it. On a worker that stack is the worker loop; on the calling thread it is the user's code, and
+    the stored error (sticky on the op's outputs) would keep every local of those frames alive, the
+    arrays of a half-built executor included, and their memory. ``OpError.tb_text`` already holds
+    the text the wait shows."""
+    if err is not None and err.exc.__traceback__ is not None:
+        err.exc.__traceback__ = None
 
 
 def _reset_engines_in_child() -> None:
