@@ -1,9 +1,11 @@
 """Running on the calling thread: an op marked ``may_run_inline`` runs on the pushing thread when
 nothing else is pending, is queued otherwise, and either way gives the naive engine's values and
 errors (random DAGs with slow ops that make others queue, both cores)."""
+import gc
 import random
 import threading
 import time
+import weakref
 import zlib
 
 import pytest
@@ -82,6 +84,28 @@ def test_an_inline_error_is_stored_and_raised_at_the_wait_as_a_queued_one(inline
         assert isinstance(info.value.__cause__, ValueError)
         assert "in fail" in str(info.value) and "raise ValueError" in str(info.value)  # original traceback
     inline_engine.wait_for_all()                     # already reported by the waits above
+
+
+def test_a_stored_inline_error_keeps_no_caller_frames_alive(inline_engine):
+    """The error stays on the output as text and exception, but not the caller's locals."""
+    class Payload:
+        pass
+    out = inline_engine.new_variable()
+
+    def caller(payload):
+        def fail(rctx):
+            raise ValueError("bad kernel")
+        inline_engine.push_sync(marked(fail), CPU, (), (out,), name="failing")
+    payload = Payload()
+    ref = weakref.ref(payload)
+    caller(payload)
+    del payload
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(MXNetError, match="bad kernel") as info:
+        inline_engine.wait_for_var(out)
+    assert "raise ValueError" in str(info.value)
+    inline_engine.wait_for_all()
 
 
 def test_a_keyboard_interrupt_inside_an_inline_op_propagates_at_once(inline_engine):
