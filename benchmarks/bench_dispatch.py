@@ -6,7 +6,12 @@ reference dispatch of ``invoke_plain.py``), numpy, and MXNet 1.9.1 and PyTorch w
 environments exist; ratios are against MXNet. Every mxref row but the last takes the tuned
 dispatch (the pure-Python row too: pure mode alone would pick the plain one).
 
-    .venv/bin/python benchmarks/bench_dispatch.py [--n 20000] [--repeats 5]
+    .venv/bin/python benchmarks/bench_dispatch.py [--n 20000] [--repeats 5] [--before TREE]
+
+``--before TREE`` adds rows for another checkout of mxref (its own ``benchmarks/bench_dispatch.py``
+runs its worker), sampled in the same rounds: a before/after comparison in one run. The default
+row runs each ``mx.nd`` call on the calling thread when the engine is idle
+(``MXREF_ENGINE_RUN_INLINE=1``); the "handed to the worker" row turns that off.
 
 Every framework runs in its own subprocess, so one's threads never slow another; the driver
 takes one sample from each in turn, so load changes on a shared machine affect all alike.
@@ -93,8 +98,8 @@ def serve(kind: str, n: int) -> None:
 class Worker:
     """A framework in its own interpreter, producing one sample per request."""
 
-    def __init__(self, python: str, kind: str, env: dict, n: int):
-        cmd = [python, os.path.abspath(__file__), "--worker", kind, "--n", str(n)]
+    def __init__(self, python: str, kind: str, env: dict, n: int, script: str = ""):
+        cmd = [python, script or os.path.abspath(__file__), "--worker", kind, "--n", str(n)]
         self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
@@ -119,6 +124,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--before", default="", help="another mxref checkout to compare with")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -128,6 +134,8 @@ def main() -> None:
     rows = [
         ("MXNet 1.9.1", MXNET_PY, "mxnet", {}),
         ("mxref threaded + Cython", me, "mxref", {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice"}),
+        ("mxref threaded + Cython, handed to the worker", me, "mxref",
+         {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice", "MXREF_ENGINE_RUN_INLINE": "0"}),
         ("mxref threaded, pure Python", me, "mxref",
          {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice", "MXREF_ENABLE_EXT": "0", "MXREF_PLAIN_PATHS": "0"}),
         ("mxref naive engine", me, "mxref", {"MXNET_ENGINE_TYPE": "NaiveEngine"}),
@@ -136,13 +144,18 @@ def main() -> None:
         ("PyTorch (1 thread)", TORCH_PY, "torch", {}),
         ("numpy", me, "numpy", {}),
     ]
+    if args.before:
+        before = os.path.join(os.path.abspath(args.before), "benchmarks", "bench_dispatch.py")
+        threaded = {"MXNET_ENGINE_TYPE": "ThreadedEnginePerDevice"}
+        rows[2:2] = [("before: threaded + Cython", me, "mxref", threaded, before),
+                     ("before: naive engine", me, "mxref", {"MXNET_ENGINE_TYPE": "NaiveEngine"}, before)]
     workers, samples = {}, {}
-    for label, python, kind, env in rows:
+    for label, python, kind, env, *script in rows:
         if not os.path.exists(python):
             print(f"{label}: skipped ({python} not found)")
             continue
         try:
-            workers[label] = Worker(python, kind, env, args.n)
+            workers[label] = Worker(python, kind, env, args.n, *script)
             samples[label] = []
         except RuntimeError as exc:
             print(f"{label}: failed to start: {exc}")
@@ -154,13 +167,13 @@ def main() -> None:
     for w in workers.values():
         w.close()
     print(f"{args.n} ops per loop, median of {args.repeats} interleaved repeats, microseconds per op\n")
-    print(f"{'':30s} {'c = a + b':>10s} {'a += 1':>10s}   {'add / iadd vs MXNet':>20s}")
+    print(f"{'':46s} {'c = a + b':>10s} {'a += 1':>10s}   {'add / iadd vs MXNet':>20s}")
     med = {label: {k: statistics.median(s[k] for s in ss) for k in ("add", "iadd")}
            for label, ss in samples.items()}
     ref = med.get("MXNet 1.9.1")
     for label, res in med.items():
         ratio = f"{res['add'] / ref['add']:.2f}x / {res['iadd'] / ref['iadd']:.2f}x" if ref else ""
-        print(f"{label:30s} {res['add']:10.2f} {res['iadd']:10.2f}   {ratio:>20s}")
+        print(f"{label:46s} {res['add']:10.2f} {res['iadd']:10.2f}   {ratio:>20s}")
     for label, w in workers.items():
         if w.info:
             print(f"  {label}: {w.info}")

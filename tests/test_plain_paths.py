@@ -50,16 +50,28 @@ def _bits(arrays):
 
 
 def _on_both_paths(run):
-    """``run()`` on the tuned then the plain paths (same seeds); both results, or both errors."""
+    """``run()`` on the tuned then the plain paths (same seeds); both results, or both errors.
+
+    Where the compiled tuned ``invoke`` (``mxref._ext.dispatch_core``) is loaded, the tuned run is
+    made twice, compiled and with its pure-Python twin, and those two must agree first."""
     results = []
-    for plain in (False, True):
-        with imperative.plain_paths(plain):
-            mx.random.seed(0)
-            try:
-                results.append(run())
-            except mx.MXNetError as exc:
-                results.append(f"MXNetError: {exc}")
-            mx.nd.waitall()
+    modes = [(False, True), (False, False), (True, False)] if imperative._compiled is not None \
+        else [(False, False), (True, False)]
+    for plain, compiled in modes:
+        old = imperative.use_compiled(compiled)
+        try:
+            with imperative.plain_paths(plain):
+                mx.random.seed(0)
+                try:
+                    results.append(run())
+                except mx.MXNetError as exc:
+                    results.append(f"MXNetError: {exc}")
+                mx.nd.waitall()
+        finally:
+            imperative.use_compiled(old)
+    if len(results) == 3:
+        assert results[0] == results[1], "the compiled and the pure-Python tuned invoke differ"
+        results = results[1:]
     return results
 
 
@@ -236,6 +248,20 @@ def test_use_plain_rebinds_the_entry_points_and_restores_them():
         assert not imperative.is_plain()
     finally:
         imperative.use_plain(old)
+
+
+def test_use_compiled_switches_the_tuned_invoke():
+    """``use_compiled`` picks the compiled tuned ``invoke`` (when loaded) or its Python twin."""
+    old = imperative.use_compiled(False)
+    try:
+        assert imperative.invoke is imperative._TUNED_PYTHON_INVOKE or imperative.is_plain()
+        assert "compiled" not in imperative.selected_paths()
+        imperative.use_compiled(True)
+        if imperative._compiled is not None and not imperative.is_plain():
+            assert imperative.invoke is imperative._compiled.invoke
+            assert imperative.selected_paths().startswith("tuned, compiled")
+    finally:
+        imperative.use_compiled(old)
 
 
 @pytest.mark.parametrize("env,want", [({}, False), ({"MXREF_PLAIN_PATHS": "1"}, True),

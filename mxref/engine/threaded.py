@@ -16,6 +16,12 @@ parks it on the variable, and the completion that empties the variable's queue r
 thread that completes, before that op stops counting as pending. Either way it runs after every
 use already pushed, as MXNet's ``DeleteVariable`` op, without a queue round trip per array.
 
+Running on the calling thread (``MXREF_ENGINE_RUN_INLINE``, default on): a pushed function that
+declares ``may_run_inline = True`` (the imperative kernel call of ``mx.nd``) runs on the pushing
+thread when the push finds nothing else pending in the whole engine (so none of its variables has
+queued or running work and no worker is busy), as the naive engine would run it; otherwise it is
+queued as usual. See ``_push`` and docs/architecture/engine.md, "Running on the calling thread".
+
 Worker groups, created on first use:
 
 * ``cpu(i)``: a FIFO queue served by ``MXNET_CPU_WORKER_NTHREADS`` threads (default 1, see below);
@@ -127,13 +133,17 @@ class ThreadedEnginePerDevice(Engine):
         Back-pressure bound (``MXREF_ENGINE_MAX_PENDING``, default 65536): a push that would exceed
         it blocks until operations complete. Pushes from worker threads never block (they could be
         the ones whose completion is awaited).
+    run_inline : bool, optional
+        Run an eligible op on the pushing thread when the engine is idle (see ``_push``); defaults
+        to ``MXREF_ENGINE_RUN_INLINE`` (``1``). ``False`` hands every op to a worker.
     """
 
     name = "ThreadedEnginePerDevice"
 
     def __init__(self, use_ext: Optional[bool] = None, cpu_worker_nthreads: Optional[int] = None,
                  cpu_priority_nthreads: Optional[int] = None, gpu_worker_nthreads: Optional[int] = None,
-                 gpu_copy_nthreads: Optional[int] = None, max_pending: Optional[int] = None):
+                 gpu_copy_nthreads: Optional[int] = None, max_pending: Optional[int] = None,
+                 run_inline: Optional[bool] = None):
         if use_ext is None:
             core = loader.load("engine_core", "engine dependency queue") or var_queue
         elif use_ext:
@@ -154,6 +164,8 @@ class ThreadedEnginePerDevice(Engine):
         self.max_pending = max_pending or env_int("MXREF_ENGINE_MAX_PENDING", 65536)
         if self.max_pending < 1:
             raise MXNetError(f"MXREF_ENGINE_MAX_PENDING must be >= 1, got {self.max_pending}")
+        self.run_inline = env_bool("MXREF_ENGINE_RUN_INLINE", True) if run_inline is None \
+            else bool(run_inline)
         self.errors = ErrorBook()
         self._pending = core.PendingCounter()
         self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
@@ -211,7 +223,14 @@ class ThreadedEnginePerDevice(Engine):
     def _push(self, blk) -> None:
         blk.callback = self._on_complete
         blk.epoch = self.errors.epoch
-        if self._pending.inc() > self.max_pending:
+        pending = self._pending.inc()
+        if pending == 1 and self.run_inline and blk.prop == _NORMAL and not blk.flags \
+                and getattr(blk.fn, "may_run_inline", False) and not _prof.recording:
+            ctx = blk.ctx
+            if ctx is None or ctx.device_typeid != _GPU:
+                self._run_here(blk)
+                return
+        if pending > self.max_pending:
             try:
                 self._throttle()
             except KeyboardInterrupt:
@@ -222,6 +241,45 @@ class ThreadedEnginePerDevice(Engine):
                 raise
         if self._register(blk):
             self._dispatch(blk, True)
+
+    def _run_here(self, blk) -> None:
+        """Run ``blk`` on the pushing thread: nothing else is pending in the engine.
+
+        NOTE: why this keeps every dependency rule. The push counted itself as the only pending op
+        (``pending`` went from 0 to 1 in one atomic step), so no op is queued or running anywhere:
+        every variable's queue is empty, ``register`` finds ``blk`` ready at once, and no worker
+        runs anything this op could overlap with. Any op pushed meanwhile (another thread, or the
+        kernel itself) sees ``pending > 1`` and is queued; if it touches ``blk``'s variables it
+        waits for them as usual, released by ``_complete`` below. ``_execute`` and ``_complete``
+        are the ones a worker calls, so errors are stored on the outputs exactly as for a queued
+        op and raised at the next wait.
+        """
+        if not self._register(blk):
+            return    # cannot happen while nothing else is pending; whoever releases it dispatches it
+        errors = self.errors
+        if errors.tainted or errors.epoch != blk.epoch or not blk.sync:
+            self._execute(blk, None)      # the skip rules and async ops: exactly as on a worker
+            _drop_caller_frames(blk.error)
+        else:
+            # ``_execute``'s clean case spelled out (no profiling here): the hot path of mx.nd.
+            outer = getattr(worker_state, "op_name", None)
+            worker_state.op_name = blk.name
+            exc = None
+            try:
+                blk.fn(RunContext(blk.ctx, False, None))
+            except BaseException as e:  # noqa: BLE001 - stored on the outputs, raised at a wait
+                exc = e
+            finally:
+                worker_state.op_name = outer
+            self._complete(blk, exc)
+            if exc is not None and exc.__class__ is KeyboardInterrupt:
+                # Ctrl-C inside the op, on this very thread: as on the naive engine the interrupt
+                # goes on now (the outputs carry it), not as an op error at some later wait.
+                with errors._lock:
+                    if blk.error in errors.live:
+                        errors.live.remove(blk.error)
+                raise exc
+            _drop_caller_frames(blk.error)
 
     def _throttle(self) -> None:
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
@@ -477,6 +535,18 @@ class ThreadedEnginePerDevice(Engine):
         return {"type": self.name, "core": self.core.IMPLEMENTATION, **{f"{k}_nthreads": v for k, v in
                 self.nthreads.items()}, "max_pending": self.max_pending,
                 "groups": sorted(g.name for g in self._groups.values())}
+
+
+def _drop_caller_frames(err) -> None:
+    """Let a stored error of an op run on the calling thread keep its traceback as text only.
+
+    NOTE: a traceback's first frame links (``f_back``) to the whole stack of the thread that caught
+    it. On a worker that stack is the worker loop; on the calling thread it is the user's code, and
+    the stored error (sticky on the op's outputs) would keep every local of those frames alive, the
+    arrays of a half-built executor included, and their memory. ``OpError.tb_text`` already holds
+    the text the wait shows."""
+    if err is not None and err.exc.__traceback__ is not None:
+        err.exc.__traceback__ = None
 
 
 def _reset_engines_in_child() -> None:

@@ -33,6 +33,10 @@ small arrays costs more in Python than in its kernel:
 - *early release* (step 5): ``_KernelCall`` drops its arrays once run, so their memory may be
   freed even while the engine keeps the finished operation object around.
 
+The tuned ``invoke`` and ``_KernelCall`` are also compiled: ``mxref/_ext/dispatch_core.pyx`` is
+their Cython twin (the same steps and objects), used when built and not in pure mode;
+``use_compiled(False)`` selects the Python ones here.
+
 Which one ``invoke`` (and ``parse_params``, ``invoke_name``, ``invoke_default``,
 ``invoke_scalar``) is, is chosen once, at import, and by ``use_plain``: ``MXREF_PLAIN_PATHS=1``
 picks the plain paths, ``0`` the tuned ones; unset, pure mode (``MXREF_ENABLE_EXT=0``) picks the
@@ -43,11 +47,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 from typing import Callable, List, Optional, Sequence
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
+from .._ext import loader as _loader
 from .._ext import switch as _switch
 from ..base import MXNetError
 from ..context import Context, current_context
@@ -59,7 +65,7 @@ from .ndarray import NDArray
 
 __all__ = ["invoke", "invoke_name", "invoke_default", "invoke_scalar", "parse_params", "infer_outputs",
            "check_out", "is_training", "set_is_training", "set_record_hook", "use_plain", "is_plain",
-           "plain_paths", "selected_paths"]
+           "plain_paths", "selected_paths", "use_compiled"]
 
 _OPS = registry._OPS      # name -> OpDef; read directly to keep the per-call lookup to one dict access
 _KERNELS = registry._KERNELS
@@ -348,6 +354,9 @@ class _KernelCall:
     inputs, then the outputs)."""
 
     __slots__ = ("arrays", "n_in", "kernel", "is_train", "ctx", "resources", "params", "req")
+    # A kernel never blocks on another thread: the threaded engine may run it on the pushing
+    # thread when nothing else is pending (``ThreadedEnginePerDevice._push``).
+    may_run_inline = True
 
     def __init__(self, arrays, n_in, kernel, is_train, ctx, resources, params, req):
         self.arrays = arrays
@@ -401,6 +410,8 @@ def check_out(op: OpDef, out, out_shapes, out_dtypes, num_visible: int, ctx: Con
 
 _ENTRY_POINTS = ("parse_params", "invoke", "invoke_name", "invoke_default", "invoke_scalar")
 _TUNED = {name: globals()[name] for name in _ENTRY_POINTS}
+_TUNED_PYTHON_INVOKE = invoke     # the pure-Python twin of the compiled invoke (dispatch_core)
+_compiled = None                  # mxref._ext.dispatch_core once loaded (see the end of this file)
 _plain_selected, _selected_by = False, "default"
 
 
@@ -410,8 +421,21 @@ def is_plain() -> bool:
 
 
 def selected_paths() -> str:
-    """Which paths run and why, for ``mxref.info()``: ``'tuned (default)'``, ``'plain (...)'``."""
-    return f"{'plain' if _plain_selected else 'tuned'} ({_selected_by})"
+    """Which paths run and why, for ``mxref.info()``: ``'tuned (default)'``, ``'plain (...)'``;
+    the tuned ``invoke`` is ``'tuned, compiled'`` when it is ``dispatch_core``'s."""
+    if _plain_selected:
+        return f"plain ({_selected_by})"
+    return f"tuned{', compiled' if _TUNED['invoke'] is not _TUNED_PYTHON_INVOKE else ''} ({_selected_by})"
+
+
+def use_compiled(flag: bool = True) -> bool:
+    """Make the tuned ``invoke`` the compiled one (``mxref._ext.dispatch_core``, when built and
+    not in pure mode) or its pure-Python twin; return the previous choice. For tests comparing
+    the two (``tests/test_plain_paths.py``); rebinds the entry points as ``use_plain`` does."""
+    old = _TUNED["invoke"] is not _TUNED_PYTHON_INVOKE
+    _TUNED["invoke"] = _compiled.invoke if flag and _compiled is not None else _TUNED_PYTHON_INVOKE
+    _select(_plain_selected, _selected_by)
+    return old
 
 
 def use_plain(flag: bool = True) -> bool:
@@ -468,4 +492,9 @@ def plain_by_default() -> tuple:
 from . import invoke_plain as _plain  # noqa: E402 - it reads this module's hooks
 from . import storage_dispatch as _storage_dispatch  # noqa: E402 - it calls back into invoke
 
+# The compiled tuned invoke (``mxref/_ext/dispatch_core.pyx``), unless pure mode or not built.
+_compiled = _loader.load("dispatch_core", "imperative dispatch")
+if _compiled is not None:
+    _compiled.bind(sys.modules[__name__])
+    _TUNED["invoke"] = _compiled.invoke
 _select(*plain_by_default())

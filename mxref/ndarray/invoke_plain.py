@@ -60,6 +60,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         octx = OpContext(is_train, ctx, resources, run_ctx)
         kernel(octx, params, [x._data() for x in inputs], [o._data() for o in outputs], req)
 
+    run.may_run_inline = True     # a kernel never blocks: the engine may run it on this thread
     engine.get().push_sync(run, ctx, const_vars, mutable_vars, FnProperty.NORMAL, 0, op.name)
     # 6. Autograd's recorder, while some thread records.
     hook = imperative._record_hook
