@@ -144,7 +144,10 @@ class SGD(_GroupedSGDMixin, _MomentumMixin, Optimizer):
             kw["momentum"] = self.momentum
         kw.update(self._clip())
         if aggregate:
-            self._fused_sgd(weights, grads, states, dict(lrs=lrs, wds=wds, **kw), multi_precision)
+            # Tuples, not lists: hashable parameters let invoke reuse the parsed parameters and the
+            # shape plan of the last call (a list makes every call parse and infer again).
+            rates = dict(lrs=tuple(lrs), wds=tuple(wds), **kw)
+            self._fused_sgd(weights, grads, states, rates, multi_precision)
         else:
             self._single_sgd(weights, grads, states, lrs, wds, kw, multi_precision)
 
