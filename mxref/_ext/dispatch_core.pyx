@@ -61,9 +61,9 @@ cdef class KernelCall:
     cdef public object arrays, kernel, ctx, resources, params, req
     cdef public Py_ssize_t n_in
     cdef public bint is_train
-
-    # A kernel never blocks on another thread: the engine may run it on the pushing thread.
-    may_run_inline = True
+    # A kernel never blocks on another thread: the engine may run a small one on the pushing
+    # thread (``imperative.INLINE_MAX_BYTES``); ``invoke`` sets it from the plan.
+    cdef public bint may_run_inline
 
     def __init__(self, arrays, Py_ssize_t n_in, kernel, bint is_train, ctx, resources, params, req):
         self.arrays = arrays
@@ -157,6 +157,7 @@ def invoke(op, pkey, params, inputs, out=None, ctx=None):
     if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
         kernel = _kernel(op, plan, ctx)
     run = KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, plan.req)
+    run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     hook = _imp._record_hook
     if hook is not None:

@@ -17,10 +17,10 @@ thread that completes, before that op stops counting as pending. Either way it r
 use already pushed, as MXNet's ``DeleteVariable`` op, without a queue round trip per array.
 
 Running on the calling thread (``MXREF_ENGINE_RUN_INLINE``, default on): a pushed function that
-declares ``may_run_inline = True`` (the imperative kernel call of ``mx.nd``) runs on the pushing
-thread when the push finds nothing else pending in the whole engine (so none of its variables has
-queued or running work and no worker is busy), as the naive engine would run it; otherwise it is
-queued as usual. See ``_push`` and docs/architecture/engine.md, "Running on the calling thread".
+declares ``may_run_inline = True`` (the imperative kernel call of ``mx.nd``, for ops touching at
+most ``MXREF_ENGINE_INLINE_MAX_BYTES``) runs on the pushing thread when the push finds nothing
+else pending in the whole engine (so none of its variables has queued or running work and no
+worker is busy), as the naive engine would run it; otherwise it is queued as usual. See ``_push`` and docs/architecture/engine.md, "Running on the calling thread".
 
 Worker groups, created on first use:
 

@@ -55,7 +55,7 @@ from .. import engine as _engine_mod
 from .. import resource as _resource
 from .._ext import loader as _loader
 from .._ext import switch as _switch
-from ..base import MXNetError
+from ..base import MXNetError, env_int
 from ..context import Context, current_context
 from ..engine.base import FnProperty
 from ..ops import registry
@@ -133,11 +133,23 @@ def parse_params(op: OpDef, kwargs: dict):
     return key, params
 
 
+# An op may run on the calling thread (when the engine is idle) only if it touches at most this many
+# bytes, inputs and outputs together. Below it, handing the op to a worker costs more than the
+# kernel; above it, the kernel runs long enough that the caller is better off going on with its
+# Python (the next pushes, data loading) while a worker computes: MXNet's asynchronous call.
+INLINE_MAX_BYTES = env_int("MXREF_ENGINE_INLINE_MAX_BYTES", 65536)
+
+
+def small_enough_inline(nbytes: int) -> bool:
+    """Whether an op touching ``nbytes`` (inputs plus outputs) may run on the calling thread."""
+    return nbytes <= INLINE_MAX_BYTES
+
+
 class _Plan:
     """What one (op, params, input shapes, input dtypes) combination needs at every call."""
 
     __slots__ = ("out_shapes", "out_dtypes", "out_nbytes", "mutate", "num_visible", "req", "single",
-                 "kernel", "kernel_dev", "kernels_seen")
+                 "kernel", "kernel_dev", "kernels_seen", "small")
 
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes = infer_outputs(op, params, shapes, dtypes)
@@ -147,6 +159,8 @@ class _Plan:
         self.req = _WRITE.get(len(out_shapes)) or ("write",) * len(out_shapes)
         self.single = (out_shapes[0], out_dtypes[0]) if len(out_shapes) == 1 else None
         self.kernel, self.kernel_dev, self.kernels_seen = None, None, -1
+        in_nbytes = sum(math.prod(sh) * t.itemsize for sh, t in zip(shapes, dtypes))
+        self.small = small_enough_inline(in_nbytes + sum(self.out_nbytes))
 
 
 def infer_context(op: OpDef, inputs: Sequence, ctx: Optional[Context]) -> Context:
@@ -343,6 +357,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
         kernel = _kernel(op, plan, ctx)
     run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, plan.req)
+    run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     if _record_hook is not None:
         _record_hook(op, params, inputs, outputs)
@@ -353,10 +368,11 @@ class _KernelCall:
     """The function ``invoke`` pushes: calls the kernel on the arrays' memory (``arrays`` holds the
     inputs, then the outputs)."""
 
-    __slots__ = ("arrays", "n_in", "kernel", "is_train", "ctx", "resources", "params", "req")
-    # A kernel never blocks on another thread: the threaded engine may run it on the pushing
-    # thread when nothing else is pending (``ThreadedEnginePerDevice._push``).
-    may_run_inline = True
+    __slots__ = ("arrays", "n_in", "kernel", "is_train", "ctx", "resources", "params", "req",
+                 "may_run_inline")
+    # ``may_run_inline``: a kernel never blocks on another thread, so the threaded engine may run a
+    # small one (``INLINE_MAX_BYTES``) on the pushing thread when nothing else is pending
+    # (``ThreadedEnginePerDevice._push``); ``invoke`` sets it from the plan.
 
     def __init__(self, arrays, n_in, kernel, is_train, ctx, resources, params, req):
         self.arrays = arrays
@@ -367,6 +383,7 @@ class _KernelCall:
         self.resources = resources
         self.params = params
         self.req = req
+        self.may_run_inline = False
 
     def __call__(self, run_ctx) -> None:
         arrays, n = self.arrays, self.n_in

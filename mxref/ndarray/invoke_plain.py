@@ -60,7 +60,9 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         octx = OpContext(is_train, ctx, resources, run_ctx)
         kernel(octx, params, [x._data() for x in inputs], [o._data() for o in outputs], req)
 
-    run.may_run_inline = True     # a kernel never blocks: the engine may run it on this thread
+    # A kernel never blocks: the engine may run a small one on this thread (INLINE_MAX_BYTES).
+    nbytes = sum(math.prod(a._shape) * a._dtype.itemsize for a in inputs + outputs)
+    run.may_run_inline = imperative.small_enough_inline(nbytes)
     engine.get().push_sync(run, ctx, const_vars, mutable_vars, FnProperty.NORMAL, 0, op.name)
     # 6. Autograd's recorder, while some thread records.
     hook = imperative._record_hook

@@ -78,3 +78,28 @@ def test_kernels_run_on_the_calling_thread_only_when_the_engine_is_idle(restore_
     mx.nd.waitall()
     assert here == ["elemwise_add"]
     assert c.asnumpy().tolist() == d.asnumpy().tolist() == [2.0] * 10
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_big_kernels_stay_asynchronous_on_an_idle_engine(plain, restore_engine):
+    """An op touching more than ``INLINE_MAX_BYTES`` goes to the worker even when nothing is
+    pending, so the caller's Python overlaps it, as MXNet's asynchronous calls do."""
+    from mxref.ndarray import imperative
+
+    eng = mx.engine.set_engine("ThreadedEnginePerDevice")
+    eng.run_inline = True
+    here = []
+    run_here = eng._run_here
+    eng._run_here = lambda blk: (here.append(blk.name), run_here(blk))
+    n = imperative.INLINE_MAX_BYTES // 4            # float32 elements at the limit, all three arrays
+    small = mx.nd.ones((n // 3,))
+    big = mx.nd.ones((n,))
+    mx.nd.waitall()
+    with imperative.plain_paths(plain):
+        here.clear()
+        s = small + small                           # 3 x n/3 x 4 bytes <= the limit: run here
+        mx.nd.waitall()
+        b = big + big                               # 3 x n x 4 bytes > the limit: on the worker
+        mx.nd.waitall()
+    assert here == ["elemwise_add"]
+    assert s.asnumpy()[0] == 2.0 and b.asnumpy()[0] == 2.0
