@@ -106,7 +106,8 @@ def _c_relu_backward(octx, p, inputs, outputs, req):
                                                               0, g.size), inputs[0], inputs[1], outputs[0])
 
 
-if C is not None:
+# An nn_kernels built before these loops existed has no relu_*: numpy runs until it is rebuilt.
+if C is not None and hasattr(C, "relu_backward"):
     register_kernel("Activation", "cpu", _c_relu, applies=_c_relu_takes, name="nn_kernels.relu_forward")
     register_kernel("_backward_Activation", "cpu", _c_relu_backward, applies=_c_relu_takes,
                     name="nn_kernels.relu_backward")
