@@ -23,6 +23,7 @@ Run::
     .venv/bin/python benchmarks/bench_step_phases.py --steps 0 --pairs 40 --burn-us 300
     MXNET_ENGINE_TYPE=NaiveEngine OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
         .venv/bin/python benchmarks/bench_step_phases.py --steps 100 --op-cpu   # kernels' CPU
+    ... --op-cpu --without-kernels Activation,_backward_Activation   # the same, numpy's relu
 """
 from __future__ import annotations
 
@@ -168,7 +169,13 @@ def main(argv=None) -> None:
     parser.add_argument("--pairs", type=int, default=0, help="alternated blocks, in-process comparison")
     parser.add_argument("--burn-us", type=float, default=0.0, help="Python busy loop added to Module's step")
     parser.add_argument("--op-cpu", action="store_true", help="also the CPU time of each engine operation")
+    parser.add_argument("--without-kernels", default="", metavar="OPS",
+                        help="comma-separated ops whose 'cpu' fast kernels are dropped (a before run)")
     args = parser.parse_args(argv)
+    for op in filter(None, args.without_kernels.split(",")):
+        for kernel in mx.ops.registry.list_kernels(op, "cpu"):
+            mx.ops.registry.unregister_kernel(kernel)
+            print(f"without the fast kernel {kernel.name} of {op}: its numpy reference runs")
     steps = make_steps(args.model)
     if args.pairs:
         compare_pairs(steps, args.pairs, args.burn_us)

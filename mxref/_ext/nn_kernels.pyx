@@ -300,3 +300,30 @@ def depthwise_2d_backward(const floating[:, :, :, ::1] og, const floating[:, :, 
                                     for ox in range(lo, hi):
                                         acc += g[oy * ow + ox] * src[iy * W + ox * sw + off]
                             dwt[f, 0, ki, kj] = <floating> acc
+
+
+# --- relu (Activation act_type='relu'; twin: ``mxref/ops/activations.py``'s relu card) ----------
+# One pass each, no temporaries: numpy's ``maximum`` carries a NaN check per element and its
+# backward ``g * (y > 0)`` first builds a bool array then multiplies float by bool.
+
+def relu_forward(const floating[::1] x, floating[::1] out, Py_ssize_t lo, Py_ssize_t hi):
+    """``out = max(x, 0)`` on ``[lo, hi)`` as ``np.maximum`` has it: NaN passes through
+    (``NaN <= 0`` is false), -0.0 becomes +0.0. ``out`` may be ``x`` (in place)."""
+    cdef Py_ssize_t i
+    cdef floating v
+    with nogil:
+        for i in range(lo, hi):
+            v = x[i]
+            out[i] = 0 if v <= 0 else v
+
+
+def relu_backward(const floating[::1] g, const floating[::1] y, floating[::1] dx, Py_ssize_t lo,
+                  Py_ssize_t hi):
+    """``dx = g * [y > 0]`` on ``[lo, hi)``: a real multiply by 1 or 0 (so ``g`` = inf or NaN
+    where ``y <= 0`` still gives NaN, and a negative ``g`` gives -0.0, as numpy's product does).
+    ``dx`` may be ``g`` (in place)."""
+    cdef Py_ssize_t i
+    cdef floating one = 1, zero = 0
+    with nogil:
+        for i in range(lo, hi):
+            dx[i] = g[i] * (one if y[i] > 0 else zero)

@@ -75,6 +75,27 @@ CASES = {
 }
 
 
+# -- relu in C (Activation act_type='relu', mxref/ops/nn/activation.py): cases before the parametrize
+
+def _relu_case(rng, dtype="float32"):
+    # the edge values numpy's maximum and float * bool product settle: NaN, +-0.0, +-inf
+    x = rng.standard_normal((6, 7)).astype(dtype)
+    x.flat[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -1.0]
+    return [x], {"act_type": "relu"}
+
+
+def _relu_backward_case(rng, dtype="float32"):
+    (x,), p = _relu_case(rng, dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    g.flat[6:10] = [np.nan, np.inf, -np.inf, -2.0]      # where y = 0: NaN, NaN, NaN, -0.0
+    x.flat[6:10] = -1.0
+    return [g, np.maximum(x, 0)], p
+
+
+CASES["Activation"] = _relu_case
+CASES["_backward_Activation"] = _relu_backward_case
+
+
 def test_every_cpu_kernel_has_a_comparison_case():
     """Registering a fast kernel means adding its case to ``CASES``."""
     missing = sorted({k.op for k in registry.list_kernels(device_type="cpu")} - set(CASES))
@@ -344,3 +365,33 @@ def test_winograd_chunks_of_samples_and_tile_rows(monkeypatch, chunk_tiles):
     x, w = rng.standard_normal((5, 16, 9, 11)), rng.standard_normal((17, 16, 3, 3))
     check_kernels("Convolution", [x, w, rng.standard_normal(17)],
                   {"kernel": (3, 3), "pad": (1, 1), "num_filter": 17})
+
+
+# -- relu in C: what the kernels decline, and thread splits -----------------------------------------
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+@pytest.mark.parametrize("op_name, case", [("Activation", _relu_case),
+                                           ("_backward_Activation", _relu_backward_case)])
+def test_relu_kernels_decline_other_act_types_and_add(op_name, case):
+    """Only relu, written, on contiguous float arrays goes to C; the rest stays with numpy."""
+    if not registry.list_kernels(op_name, "cpu"):
+        pytest.skip("no relu kernels (extension not built or MXREF_ENABLE_EXT=0)")
+    inputs, _ = case(np.random.default_rng(0))
+    check_kernels(op_name, inputs, {"act_type": "tanh"}, expect_fast=False)
+    check_kernels(op_name, [a.astype("float16") for a in inputs], {"act_type": "relu"}, expect_fast=False)
+    check_kernels(op_name, inputs, {"act_type": "relu"}, req="add", expect_fast=False)
+    strided = [np.asfortranarray(a) for a in inputs]
+    check_kernels(op_name, strided, {"act_type": "relu"}, expect_fast=False)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_relu_kernels_split_over_threads_match(monkeypatch):
+    """Arrays large enough for parallel_elementwise to cut still give the reference's bits."""
+    from mxref.ops import parallel
+    if not registry.list_kernels("Activation", "cpu"):
+        pytest.skip("no relu kernels (extension not built or MXREF_ENABLE_EXT=0)")
+    monkeypatch.setattr(parallel, "MIN_ELEMENTS_PER_THREAD", 8)
+    rng = np.random.default_rng(1)
+    (x,), p = _relu_case(rng)
+    check_kernels("Activation", [x], p)
+    check_kernels("_backward_Activation", _relu_backward_case(rng)[0], p)
