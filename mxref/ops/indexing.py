@@ -221,9 +221,11 @@ _CLIP_PARAMS = {"a_min": Param("float"), "a_max": Param("float")}
 
 def _clip_kernel(octx, params, inputs, outputs, req):
     x, out, lo, hi = inputs[0], outputs[0], params["a_min"], params["a_max"]
-    if req[0] == "write" and x.dtype.kind == "f" and out.dtype == x.dtype:
+    if req[0] in ("write", "inplace") and x.dtype.kind == "f" and out.dtype == x.dtype:
         # Straight into the output (no temporary to copy), a range per operator thread (ReLU6
-        # of MobileNet's activations); np.clip's own bits either way.
+        # of MobileNet's activations); np.clip's own bits either way. 'inplace' (the memory
+        # planner gave the output the input's memory) is the same: each element is read before
+        # it is written, by the same thread.
         parallel_elementwise(lambda a, o: np.clip(a, lo, hi, out=o), x, out)
     else:
         assign(out, req[0], np.clip(x, lo, hi))

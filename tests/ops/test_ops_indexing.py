@@ -71,6 +71,28 @@ def test_clip_values_and_gradient_inside_bounds_only(fdtype):
     np.testing.assert_array_equal(g, ((x >= 0.6) & (x <= 2.1)).astype(fdtype))
 
 
+@pytest.mark.parametrize("req", ["write", "inplace", "add"])
+def test_clip_kernel_in_place_and_by_request(req):
+    """The executor's memory planner may hand clip its input as the output ('inplace', ReLU6 in
+    MobileNet): the result is np.clip's, written over the input; 'add' adds it in."""
+    from mxref.ops import registry
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1000).astype(np.float32) * 8
+    x[:4] = [np.nan, -0.0, np.inf, -np.inf]
+    want = np.clip(x, 0.0, 6.0)
+    op = registry.get("clip")
+    params = op.parse_params({"a_min": 0.0, "a_max": 6.0})
+    if req == "inplace":
+        out = x.copy()
+        op.fcompute(None, params, [out], [out], [req])
+    else:
+        out = np.ones_like(x)
+        op.fcompute(None, params, [x], [out], [req])
+        want = want + 1 if req == "add" else want
+    assert out.tobytes() == want.tobytes()
+
+
 def test_where_shape_merges_unknown_dimensions():
     """A 0 (unknown) dimension of x or y is filled in from the other (a symbolic zero begin state)."""
     import mxref as mx
