@@ -30,13 +30,14 @@ from .base import Link
 from .halving import rabenseifner, recursive_doubling
 
 ALGORITHMS = ("doubling", "rabenseifner", "ring", "tree")
-# Measured 2026-12-03 on a 2-core machine shared with other jobs (load average 8-14), so W=3 and W=4
-# oversubscribe the cores and a message costs a scheduler wake-up: the fewest messages win up to
-# 4 MiB there. With a core per rank Rabenseifner would take the middle; measure with --tune.
+# Measured with ``benchmarks/bench_allreduce.py --worlds 2 3 4 --tune`` on a 2-core machine over
+# loopback, W=2 at load 8-14 and W=3/W=4 again on the quiet machine (load < 2; the earlier loaded
+# runs had doubling win up to 4 MiB, where every message cost a scheduler wake-up). W=3 and W=4
+# still oversubscribe the 2 cores; Rabenseifner and the ring take over from 256 KiB / 1 MiB.
 DEFAULT_TABLES: Dict[int, str] = {
     2: "doubling:65536,ring",
-    3: "doubling:4194304,ring",
-    4: "doubling:4194304,rabenseifner:16777216,ring",
+    3: "doubling:65536,rabenseifner:262144,ring",
+    4: "doubling:262144,rabenseifner:1048576,ring",
 }
 # The largest payload that rides with the agreement check's messages (agreement.py).
 FUSED_MAX_BYTES = 1 << 16
