@@ -38,7 +38,6 @@ Dropout and BatchNorm follow the *training* flag), ``pause()`` turns both off.
 """
 from __future__ import annotations
 
-import copy
 import threading
 from typing import ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -398,11 +397,9 @@ def _differentiate(heads, head_grads, variables, retain_graph: bool, create_grap
 # network's first layer, whose input needs none) is given req 'null', so that the kernels of
 # ``_NULL_REQ_OPS`` skip computing it (MXNet's kNullOp).
 
-# Backward ops whose reference kernel skips an output of req 'null'. The masking wraps the
-# reference kernel, so it applies only where that kernel is the one that runs (a host context and
-# no fast kernel registered for the op); elsewhere the output is computed and dropped as before.
+# Backward ops whose kernels skip an output of req 'null' (only these get it: another kernel may
+# not expect 'null' for an output it always computes).
 _NULL_REQ_OPS = frozenset({"_backward_FullyConnected"})
-_masked_ops: Dict[tuple, Optional[registry.OpDef]] = {}
 _out_specs: Dict[tuple, tuple] = {}
 
 
@@ -432,28 +429,6 @@ def _direct_outputs(plan, xs: List[Node], values: List[Optional[NDArray]]) -> Di
     return direct
 
 
-def _masked(op: registry.OpDef, unused: Tuple[int, ...]) -> Optional[registry.OpDef]:
-    """``op`` with its kernel told req 'null' for the outputs ``unused``, or ``None`` when the op is
-    not one whose kernel honours it (then the outputs are computed as usual)."""
-    key = (op.name, unused)
-    if key in _masked_ops:
-        return _masked_ops[key]
-    masked = None
-    if op.name in _NULL_REQ_OPS and registry.get_kernel(op, "cpu") is op.fcompute:
-        kernel = op.fcompute
-
-        def run(octx, params, inputs, outputs, req):
-            req = list(req)
-            for k in unused:
-                req[k] = "null"
-            kernel(octx, params, inputs, outputs, req)
-
-        masked = copy.copy(op)
-        masked.fcompute = run
-    _masked_ops[key] = masked
-    return masked
-
-
 def _invoke_into(step, ins: List[NDArray], direct: Dict[int, NDArray]) -> List[NDArray]:
     """Run a backward step whose outputs include a variable's gradient or an unread value: the
     gradient into the variable's ``.grad`` (``direct``), an unread output with req 'null' where
@@ -469,16 +444,13 @@ def _invoke_into(step, ins: List[NDArray], direct: Dict[int, NDArray]) -> List[N
             return _imperative.invoke(op, step.params_key, step.params, ins)
         out_shapes, out_dtypes = _imperative.infer_outputs(op, step.params, [x._shape for x in ins],
                                                            [x._dtype for x in ins])
-        unused = tuple(k for k, slot in enumerate(step.outs) if slot is None)
-        run_op, pkey = op, step.params_key
-        if unused and ins[0]._chunk.ctx.device_type == "cpu":
-            masked = _masked(op, unused)
-            if masked is not None:
-                run_op, pkey = masked, (pkey, "null", unused)    # its own shape/kernel cache entry
+        req = None
+        if op.name in _NULL_REQ_OPS and any(slot is None for slot in step.outs):
+            req = tuple("null" if slot is None else "write" for slot in step.outs)
         if len(_out_specs) >= 1024:
             _out_specs.clear()
-        hit = _out_specs[key] = (step, tuple(zip(step.outs, out_shapes, out_dtypes)), run_op, pkey)
-    _, outs, run_op, pkey = hit
+        hit = _out_specs[key] = (step, tuple(zip(step.outs, out_shapes, out_dtypes)), req)
+    _, outs, req = hit
     ctx = ins[0]._chunk.ctx
     out, into_grad = [], False
     for slot, shape, dtype in outs:
@@ -491,9 +463,9 @@ def _invoke_into(step, ins: List[NDArray], direct: Dict[int, NDArray]) -> List[N
             into_grad = True
         else:        # a new array (a buffer unlike the gradient: ``store`` copies, or raises)
             out.append(_empty(shape, ctx, dtype))
-    if run_op is op and not into_grad:
-        return _imperative.invoke(op, pkey, step.params, ins)
-    return _imperative.invoke(run_op, pkey, step.params, ins, out)
+    if req is None and not into_grad:
+        return _imperative.invoke(op, step.params_key, step.params, ins)
+    return _imperative.invoke(op, step.params_key, step.params, ins, out, req=req)
 
 
 _ones_params: Dict[tuple, tuple] = {}

@@ -98,7 +98,6 @@ def test_unread_data_gradient_gets_req_null(monkeypatch):
         kernel(octx, params, inputs, outputs, req)
 
     monkeypatch.setattr(op, "fcompute", recording)
-    monkeypatch.setattr(ag, "_masked_ops", {})
     monkeypatch.setattr(ag, "_out_specs", {})
     # Shapes no other test uses: the op's cached kernel (per shape) is the recording one.
     params, x = _mlp(2, batch=5, sizes=(11, 13, 3))

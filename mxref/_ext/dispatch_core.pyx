@@ -93,7 +93,7 @@ cdef class KernelCall:
                     ins, outs, self.req)
 
 
-def invoke(op, pkey, params, inputs, out=None, ctx=None):
+def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
     """``imperative.invoke`` compiled: push ``op`` on ``inputs``, return all its outputs."""
     cdef bint sparse = False
     cdef Py_ssize_t n_in = len(inputs), i
@@ -156,7 +156,11 @@ def invoke(op, pkey, params, inputs, out=None, ctx=None):
     kernel = plan.kernel
     if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
         kernel = _kernel(op, plan, ctx)
-    run = KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, plan.req)
+    if req is None:
+        req = plan.req
+    elif len(req) != len(outputs):
+        _imp.check_req(op, req, outputs)
+    run = KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
     run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     hook = _imp._record_hook

@@ -268,7 +268,7 @@ def invoke_scalar(name: str, x: NDArray, scalar, out=None) -> List[NDArray]:
 
 
 def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
-           ctx: Optional[Context] = None) -> List[NDArray]:
+           ctx: Optional[Context] = None, req=None) -> List[NDArray]:
     """Push ``op`` on ``inputs`` and return its outputs (all of them, hidden ones included).
 
     The tuned form of ``invoke_plain.invoke`` (same steps, same results). Where the steps of the
@@ -289,6 +289,10 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         Arrays to write the results into instead of new ones (``a += b`` passes ``out=a``).
     ctx : Context, optional
         Where an operator without inputs (``_zeros``, ``_random_uniform``) runs.
+    req : sequence of str, optional
+        One request per output (MXNet's ``OpReqType``): ``'write'`` (the default for all),
+        ``'add'``, or ``'null'`` for an output nobody reads, which a kernel may skip computing
+        (autograd passes it for the data gradient of a network's first layer).
     """
     # Sparse inputs or outputs (or an op that can make sparse ones) take the storage dispatch.
     if op.sparse_from_dense or (out is not None and out.__class__ is not NDArray):
@@ -356,7 +360,11 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     kernel = plan.kernel
     if plan.kernel_dev != ctx.device_typeid or plan.kernels_seen != len(_KERNELS):
         kernel = _kernel(op, plan, ctx)
-    run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, plan.req)
+    if req is None:
+        req = plan.req
+    elif len(req) != len(outputs):
+        check_req(op, req, outputs)
+    run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
     run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     if _record_hook is not None:
@@ -393,6 +401,13 @@ class _KernelCall:
         data = [x._data() for x in arrays]
         self.kernel(OpContext(self.is_train, self.ctx, self.resources, run_ctx), self.params,
                     data[:n], data[n:], self.req)
+
+
+def check_req(op: OpDef, req, outputs) -> None:
+    """Raise ``MXNetError`` unless ``req`` has one request per output."""
+    if len(req) != len(outputs):
+        raise MXNetError(f"operator {op.name}: req= needs one request per output ({len(outputs)}), "
+                         f"got {len(req)}: {list(req)}")
 
 
 def check_out(op: OpDef, out, out_shapes, out_dtypes, num_visible: int, ctx: Context) -> List[NDArray]:

@@ -24,7 +24,7 @@ __all__ = ["invoke", "parse_params", "invoke_name", "invoke_default", "invoke_sc
 
 
 def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
-           ctx: Optional[Context] = None) -> List[NDArray]:
+           ctx: Optional[Context] = None, req=None) -> List[NDArray]:
     """Push ``op`` on ``inputs`` and return its outputs (hidden ones included); see ``imperative.invoke``."""
     # 1. The parameters: the caller parsed the keyword arguments (``parse_params`` below).
     #    ``pkey`` names them for the tuned path's caches; nothing here uses it.
@@ -52,7 +52,12 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     const_vars = [x._chunk.var for x in inputs]
     mutable_vars = [a._chunk.var for a in outputs + mutated] + [r.var for r in resources]
     kernel = registry.get_kernel(op, ctx.device_type)     # the fast kernel if any, else numpy
-    is_train, req = imperative.is_training(), ["write"] * len(outputs)
+    is_train = imperative.is_training()
+    if req is None:                     # one request per output: 'write', unless the caller says
+        req = ["write"] * len(outputs)
+    else:
+        imperative.check_req(op, req, outputs)
+        req = list(req)
 
     def run(run_ctx) -> None:
         # 5. On the worker, in dependency order: numpy views of the inputs and of the outputs
