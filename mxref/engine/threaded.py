@@ -20,7 +20,8 @@ Running on the calling thread (``MXREF_ENGINE_RUN_INLINE``, default on): a pushe
 declares ``may_run_inline = True`` (the imperative kernel call of ``mx.nd``, for ops touching at
 most ``MXREF_ENGINE_INLINE_MAX_BYTES``) runs on the pushing thread when the push finds nothing
 else pending in the whole engine (so none of its variables has queued or running work and no
-worker is busy), as the naive engine would run it; otherwise it is queued as usual. See ``_push`` and docs/architecture/engine.md, "Running on the calling thread".
+worker is busy), as the naive engine would run it; otherwise it is queued as usual. See ``_push``
+and docs/architecture/engine.md, "Running on the calling thread".
 
 Worker groups, created on first use:
 
@@ -116,6 +117,23 @@ class _WorkerGroup:
         for t in self.threads:
             if t is not threading.current_thread():
                 t.join()
+
+
+def _call(blk, rctx):
+    """Call ``blk``'s function as a worker does (``worker_state.op_name`` names it meanwhile) and
+    return what it raised, or ``None``: an error travels with the data, re-raised at a wait."""
+    outer = getattr(worker_state, "op_name", None)
+    worker_state.op_name = blk.name
+    try:
+        if blk.sync:
+            blk.fn(rctx)
+        else:
+            blk.fn(rctx, blk)          # the block is its own on_complete callback
+    except BaseException as e:  # noqa: BLE001 - stored on the outputs by _complete
+        return e
+    finally:
+        worker_state.op_name = outer
+    return None
 
 
 class ThreadedEnginePerDevice(Engine):
@@ -261,16 +279,8 @@ class ThreadedEnginePerDevice(Engine):
             self._execute(blk, None)      # the skip rules and async ops: exactly as on a worker
             _drop_caller_frames(blk.error)
         else:
-            # ``_execute``'s clean case spelled out (no profiling here): the hot path of mx.nd.
-            outer = getattr(worker_state, "op_name", None)
-            worker_state.op_name = blk.name
-            exc = None
-            try:
-                blk.fn(RunContext(blk.ctx, False, None))
-            except BaseException as e:  # noqa: BLE001 - stored on the outputs, raised at a wait
-                exc = e
-            finally:
-                worker_state.op_name = outer
+            # ``_execute``'s clean case (no skip rules, no profiling here): the hot path of mx.nd.
+            exc = _call(blk, RunContext(blk.ctx, False, None))
             self._complete(blk, exc)
             if exc is not None and exc.__class__ is KeyboardInterrupt:
                 # Ctrl-C inside the op, on this very thread: as on the naive engine the interrupt
@@ -396,20 +406,8 @@ class ThreadedEnginePerDevice(Engine):
                 blk.error = err
                 self._complete(blk, None)
                 return
-        rctx = RunContext(blk.ctx, False, stream)
-        outer = getattr(worker_state, "op_name", None)
-        worker_state.op_name = blk.name
-        exc = None
         t0 = time.perf_counter_ns() if _prof.recording else 0
-        try:
-            if blk.sync:
-                blk.fn(rctx)
-            else:
-                blk.fn(rctx, blk)          # the block is its own on_complete callback
-        except BaseException as e:  # noqa: BLE001 - travels with the data, re-raised at a wait
-            exc = e
-        finally:
-            worker_state.op_name = outer
+        exc = _call(blk, RunContext(blk.ctx, False, stream))
         if t0:
             _profiler.record_op(blk.name, blk.ctx, t0, time.perf_counter_ns())
         if blk.sync or (exc is not None and not blk.done):

@@ -362,7 +362,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         kernel = _kernel(op, plan, ctx)
     if req is None:
         req = plan.req
-    elif len(req) != len(outputs):
+    else:
         check_req(op, req, outputs)
     run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
     run.may_run_inline = plan.small
