@@ -25,9 +25,31 @@ __all__ = ["convert_symbol", "convert_model", "convert_hybrid_block"]
 
 
 # -- convert_symbol: the ReducePrecision graph pass ----------------------------------------------
+# The operators MXNet 1.9.1 registers output names for (FListOutputNames: the nn layers and the
+# legacy OperatorProperty ops). ReducePrecision names a cast of their output ``<node>_<output
+# name>_amp_cast_<dtype>`` and of any other operator's ``<node>_<index>_amp_cast_<dtype>``; the
+# set was checked against MXNet's pass one operator at a time.
+_NAMED_OUTPUTS = frozenset([
+    "Activation", "BatchNorm", "BatchNorm_v1", "BilinearSampler", "Concat", "Convolution",
+    "Correlation", "Crop", "Custom", "Deconvolution", "Dropout", "FullyConnected", "GridGenerator",
+    "GroupNorm", "IdentityAttachKLSparseReg", "InstanceNorm", "L2Normalization", "LRN", "LayerNorm",
+    "LeakyReLU", "MakeLoss", "Pad", "Pooling", "RNN", "ROIPooling", "SVMOutput", "SequenceLast",
+    "SequenceMask", "SequenceReverse", "SliceChannel", "SoftmaxActivation", "SoftmaxOutput",
+    "SpatialTransformer", "SwapAxis", "UpSampling", "_CrossDeviceCopy", "_contrib_DeformableConvolution",
+    "_contrib_DeformablePSROIPooling", "_contrib_MultiBoxDetection", "_contrib_MultiBoxPrior",
+    "_contrib_MultiBoxTarget", "_contrib_MultiProposal", "_contrib_PSROIPooling", "_contrib_Proposal",
+    "_contrib_ROIAlign", "_contrib_RROIAlign", "_contrib_SyncBatchNorm", "_contrib_count_sketch",
+    "_contrib_fft", "_contrib_hawkesll", "_contrib_ifft", "_contrib_index_array",
+    "_contrib_interleaved_matmul_encdec_qk", "_contrib_interleaved_matmul_encdec_valatt",
+    "_contrib_interleaved_matmul_selfatt_qk", "_contrib_interleaved_matmul_selfatt_valatt",
+    "col2im", "elemwise_add", "im2col", "make_loss", "softmax", "softmin"])
+
+
 def _suffix(e: NodeEntry) -> str:
     if e.node.is_variable:
         return ""
+    if e.node.op.name not in _NAMED_OUTPUTS:
+        return f"_{e.index}"
     names = e.node.op.list_outputs(e.node.params)
     return "_" + (names[e.index] if e.index < len(names) else str(e.index))
 
