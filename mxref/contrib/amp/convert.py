@@ -21,7 +21,7 @@ from .amp import (
     list_widest_type_cast,
 )
 
-__all__ = ["convert_symbol", "convert_model", "convert_hybrid_block"]
+__all__ = ["convert_symbol", "convert_model", "convert_hybrid_block", "convert_bucketing_module"]
 
 
 # -- convert_symbol: the ReducePrecision graph pass ----------------------------------------------
@@ -274,3 +274,73 @@ def convert_hybrid_block(block, target_dtype="float16", target_dtype_ops=None, f
             p.cast(value.dtype)
             p._load_init(value, ctx, cast_dtype=True, dtype_source="saved")
     return ret
+
+
+# -- convert_bucketing_module -------------------------------------------------------------------
+def _check_param_dtypes(sym: Symbol, arg_params: dict, aux_params: dict, key) -> None:
+    """The parameters are shared by every bucket, so each bucket's graph must store a parameter
+    in the dtype the converted parameters have (``cast_optional_params`` could differ when one
+    bucket feeds a parameter to a float32 operator that another bucket does not use)."""
+    attrs = sym.attr_dict()
+    for name in sym.list_inputs():
+        value = arg_params.get(name, aux_params.get(name))
+        code = attrs.get(name, {}).get("__dtype__", "-1")
+        if value is not None and code != "-1" and np.dtype(DTYPE_MX_TO_NP[int(code)]) != value.dtype:
+            raise MXNetError(f"amp.convert_bucketing_module: bucket {key!r} stores parameter {name!r} "
+                             f"as {np.dtype(DTYPE_MX_TO_NP[int(code)]).name} but the shared "
+                             f"parameters hold it as {np.dtype(value.dtype).name}; convert without "
+                             "cast_optional_params")
+
+
+def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype_ops=None,
+                             fp32_ops=None, conditional_fp32_ops=None, excluded_sym_names=None,
+                             cast_optional_params: bool = False):
+    """A new ``BucketingModule`` whose every bucket runs ``convert_model`` of the original
+    bucket's symbol, with the trained parameters cast as ``convert_model`` casts them.
+
+    ``bucketing_mod`` must have been bound (so that it has buckets) and have its parameters
+    initialized. Its ``sym_gen`` is wrapped: a bucket key met later (one never bound before the
+    conversion) is converted the same way when the new module first switches to it. As in MXNet,
+    the result is returned unbound, with the parameters loaded: call ``bind(...)`` with the
+    shapes (and ``for_training``) to predict with, then ``forward``/``score``; the context,
+    ``fixed_param_names``, ``state_names``, ``work_load_list``, ``group2ctxs`` and
+    ``compression_params`` are those of ``bucketing_mod``. The arguments are ``convert_model``'s.
+    """
+    from ...module import BucketingModule
+
+    # MXNet's checks, with its messages (it asserts; these are raised so that ``python -O``
+    # keeps them).
+    if not isinstance(bucketing_mod, BucketingModule):
+        raise AssertionError("module should be instance of bucketing module")
+    if len(bucketing_mod._buckets) == 0:
+        raise AssertionError("Bucketing Module should not be empty")
+    if not bucketing_mod.params_initialized:
+        raise AssertionError("bucketing_mod params should be initialized for mixed precision conversion")
+    options = dict(target_dtype=target_dtype, target_dtype_ops=target_dtype_ops, fp32_ops=fp32_ops,
+                   conditional_fp32_ops=conditional_fp32_ops, excluded_sym_names=excluded_sym_names,
+                   cast_optional_params=cast_optional_params)
+    arg_fp32, aux_fp32 = bucketing_mod.get_params()
+    arg_params, aux_params = {}, {}
+    for key, mod in bucketing_mod._buckets.items():
+        sym, args, aux = convert_model(mod.symbol, dict(arg_fp32), dict(aux_fp32), **options)
+        _check_param_dtypes(sym, arg_params, aux_params, key)
+        arg_params.update(args)
+        aux_params.update(aux)
+    original = bucketing_mod._sym_gen
+
+    def sym_gen(bucket_key):
+        sym, data_names, label_names = original(bucket_key)
+        # convert_model types the parameters from the float32 values; only the graph is kept.
+        sym, _, _ = convert_model(sym, dict(arg_fp32), dict(aux_fp32), **options)
+        _check_param_dtypes(sym, arg_params, aux_params, bucket_key)
+        return sym, data_names, label_names
+
+    result = BucketingModule(sym_gen, bucketing_mod._default_bucket_key, logger=bucketing_mod.logger,
+                             context=bucketing_mod._context, work_load_list=bucketing_mod._work_load_list,
+                             fixed_param_names=bucketing_mod._fixed_param_names,
+                             state_names=bucketing_mod._state_names, group2ctxs=bucketing_mod._group2ctxs,
+                             compression_params=bucketing_mod._compression_params)
+    # What BucketingModule.load leaves: parameters set into the modules when bind() makes them.
+    result._preloaded = (arg_params, aux_params)
+    result.params_initialized = True
+    return result
