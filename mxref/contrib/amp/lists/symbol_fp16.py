@@ -1,12 +1,14 @@
 """Which operators AMP runs in float16, which in float32, and which in their inputs' widest type.
 
 Every list names registered operators only (a name mxref lacks is dropped at import), so the
-lists are always usable with ``convert_symbol``. The groups follow MXNet 1.9.1's:
+lists are always usable with ``convert_symbol``. Apart from that they are MXNet 1.9.1's
+(tests/fixtures/amp/lists_mxnet191.json); the groups:
 
 * ``FP16_FUNCS``: matrix products, where float16 pays off (tensor cores) and accumulation is
   float32 anyway.
 * ``FP32_FUNCS``: operators that overflow or lose too much in float16 — exponentials, logs,
-  powers, reductions over many elements, normalisations, softmax and the loss layers.
+  powers, reductions over many elements, linear algebra, sorting, normalisations (BatchNorm
+  excepted), softmax and the loss layers.
 * ``CONDITIONAL_FP32_FUNCS``: float32 only for some parameter values (``softrelu`` exponentiates).
 * ``WIDEST_TYPE_CASTS``: several inputs that must share one type (binary arithmetic, ``concat``);
   they run in the widest of their inputs' types.
