@@ -231,3 +231,20 @@ def test_score_after_fit_as_mxnets_amp_test_does():
     train.reset()
     fp16 = dict(result.score(train, mx.metric.Perplexity(-1)))["perplexity"]
     assert np.isfinite(fp16) and abs(fp16 - fp32) < 1e-2 * fp32
+
+
+def test_a_module_loaded_from_a_checkpoint_converts(model, tmp_path):
+    """``BucketingModule.load`` leaves the module unbound with its parameters aside (MXNet's
+    makes unbound buckets from the saved symbols); it converts like the bound original."""
+    sym_gen, mod = model
+    prefix = str(tmp_path / "lm")
+    mod.save_checkpoint(prefix, 3)
+    loaded = mx.mod.BucketingModule.load(prefix, 3, sym_gen=sym_gen, default_bucket_key=bm.DEFAULT_KEY)
+    conv = amp.convert_bucketing_module(loaded, cast_optional_params=True)
+    want = amp.convert_bucketing_module(mod, cast_optional_params=True)
+    _bind(conv)
+    _bind(want)
+    got, ref = _outputs(conv), _outputs(want)
+    for key in KEYS:
+        np.testing.assert_array_equal(got[key], ref[key])
+    assert conv.get_params()[0]["pred_weight"].dtype == np.float16

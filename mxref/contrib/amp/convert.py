@@ -1,6 +1,6 @@
 """AMP for inference: ``convert_symbol`` (MXNet's ``ReducePrecision`` pass: ``amp_cast`` /
 ``amp_multicast`` nodes put into a copy of a float32 graph by AMP's operator lists),
-``convert_model`` and ``convert_hybrid_block``."""
+``convert_model``, ``convert_hybrid_block`` and ``convert_bucketing_module``."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -299,12 +299,13 @@ def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype
     bucket's symbol, with the trained parameters cast as ``convert_model`` casts them.
 
     ``bucketing_mod`` must have been bound (so that it has buckets) and have its parameters
-    initialized. Its ``sym_gen`` is wrapped: a bucket key met later (one never bound before the
-    conversion) is converted the same way when the new module first switches to it. As in MXNet,
-    the result is returned unbound, with the parameters loaded: call ``bind(...)`` with the
-    shapes (and ``for_training``) to predict with, then ``forward``/``score``; the context,
-    ``fixed_param_names``, ``state_names``, ``work_load_list``, ``group2ctxs`` and
-    ``compression_params`` are those of ``bucketing_mod``. The arguments are ``convert_model``'s.
+    initialized, or come from ``BucketingModule.load``. Its ``sym_gen`` is wrapped: a bucket key met
+    later (one never bound before the conversion) is converted the same way when the new module
+    first switches to it. As in MXNet, the result is returned unbound, with the parameters loaded:
+    call ``bind(...)`` with the shapes (and ``for_training``) to predict with, then
+    ``forward``/``score``; the context, ``fixed_param_names``, ``state_names``, ``work_load_list``,
+    ``group2ctxs`` and ``compression_params`` are those of ``bucketing_mod``. The arguments are
+    ``convert_model``'s.
     """
     from ...module import BucketingModule
 
@@ -312,17 +313,26 @@ def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype
     # keeps them).
     if not isinstance(bucketing_mod, BucketingModule):
         raise AssertionError("module should be instance of bucketing module")
-    if len(bucketing_mod._buckets) == 0:
+    # A module from BucketingModule.load, not bound yet, holds its parameters aside; MXNet's
+    # load makes (unbound) buckets from the saved symbols, so it converts too.
+    loaded = None if bucketing_mod.binded else bucketing_mod._preloaded
+    if len(bucketing_mod._buckets) == 0 and loaded is None:
         raise AssertionError("Bucketing Module should not be empty")
     if not bucketing_mod.params_initialized:
         raise AssertionError("bucketing_mod params should be initialized for mixed precision conversion")
     options = dict(target_dtype=target_dtype, target_dtype_ops=target_dtype_ops, fp32_ops=fp32_ops,
                    conditional_fp32_ops=conditional_fp32_ops, excluded_sym_names=excluded_sym_names,
                    cast_optional_params=cast_optional_params)
-    arg_fp32, aux_fp32 = bucketing_mod.get_params()
+    if loaded is None:
+        arg_fp32, aux_fp32 = bucketing_mod.get_params()
+        symbols = {key: mod.symbol for key, mod in bucketing_mod._buckets.items()}
+    else:
+        arg_fp32, aux_fp32 = loaded
+        key = bucketing_mod._default_bucket_key
+        symbols = {key: bucketing_mod._call_sym_gen(key)[0]}
     arg_params, aux_params = {}, {}
-    for key, mod in bucketing_mod._buckets.items():
-        sym, args, aux = convert_model(mod.symbol, dict(arg_fp32), dict(aux_fp32), **options)
+    for key, sym in symbols.items():
+        sym, args, aux = convert_model(sym, dict(arg_fp32), dict(aux_fp32), **options)
         _check_param_dtypes(sym, arg_params, aux_params, key)
         arg_params.update(args)
         aux_params.update(aux)
