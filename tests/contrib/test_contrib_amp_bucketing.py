@@ -94,7 +94,7 @@ def test_outputs_close_to_the_float32_module(model, cast_optional):
         mxnet_fp32 = np.array(REF["outputs"][str(key)], dtype=np.float32)
         np.testing.assert_allclose(fp32[key], mxnet_fp32, rtol=1e-5, atol=1e-6)
         assert got[key].dtype == np.float32 and got[key].shape == (bm.BATCH * key, bm.VOCAB)
-        np.testing.assert_allclose(got[key], mxnet_fp32, rtol=1e-2, atol=2e-3)
+        np.testing.assert_allclose(got[key], mxnet_fp32, rtol=2e-3, atol=1e-4)  # ~3e-4 relative seen
         assert not np.array_equal(got[key], fp32[key])     # float16 arithmetic did run
     exe = conv._buckets[bm.LATE_KEY]._exec_group.execs[0]
     weight = exe.arg_dict["pred_weight"]
