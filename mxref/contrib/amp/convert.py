@@ -301,7 +301,8 @@ def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype
     ``bucketing_mod`` must have been bound (so that it has buckets) and have its parameters
     initialized, or come from ``BucketingModule.load``. Its ``sym_gen`` is wrapped: a bucket key met
     later (one never bound before the conversion) is converted the same way when the new module
-    first switches to it. As in MXNet, the result is returned unbound, with the parameters loaded:
+    first switches to it (MXNet's result keeps the original ``sym_gen``, so there such a bucket
+    runs in float32). As in MXNet, the result is returned unbound, with the parameters loaded:
     call ``bind(...)`` with the shapes (and ``for_training``) to predict with, then
     ``forward``/``score``; the context, ``fixed_param_names``, ``state_names``, ``work_load_list``,
     ``group2ctxs`` and ``compression_params`` are those of ``bucketing_mod``. The arguments are
