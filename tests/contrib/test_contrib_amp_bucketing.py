@@ -176,27 +176,29 @@ def test_refusals_are_mxnets(model):
 
 
 def test_buckets_that_store_a_shared_parameter_differently_are_refused():
-    """With cast_optional_params, ``w_weight`` is float16 where only FullyConnected reads it and float32
-    where ``exp`` (a float32 operator) reads it too; one shared array cannot be both."""
+    """With cast_optional_params, ``w_weight`` is stored in float16 where FullyConnected reads it
+    and in float32 where it reaches FullyConnected through ``exp`` (a float32 operator), as
+    MXNet's pass types it in both graphs; one shared array cannot be both."""
     def sym_gen(key):
-        data, w = mx.sym.var("data"), mx.sym.var("w_weight")
-        out = mx.sym.FullyConnected(data, weight=w, num_hidden=2, no_bias=True, name="fc")
-        if key == 3:
-            out = mx.sym.broadcast_add(out, mx.sym.sum(mx.sym.exp(w, name="e")), name="add")
-        return out, ("data",), ()
+        # shape and dtype given: mxref's inference does not run backward through exp to w
+        data, w = mx.sym.var("data"), mx.sym.var("w_weight", shape=(2, 4), dtype="float32")
+        weight = mx.sym.exp(w, name="e") if key == 3 else w
+        fc = mx.sym.FullyConnected(data, weight=weight, num_hidden=2, no_bias=True, name="fc")
+        return fc, ("data",), ()
     mod = mx.mod.BucketingModule(sym_gen, default_bucket_key=4)
     mod.bind([("data", (1, 4))], for_training=False)
     mod.init_params(mx.init.Xavier())
     conv = amp.convert_bucketing_module(mod, cast_optional_params=True)
     assert conv._preloaded[0]["w_weight"].dtype == np.float16
-    _bind_default = [("data", (1, 4))]
-    conv.bind(_bind_default, for_training=False)
+    conv.bind([("data", (1, 4))], for_training=False)
     with pytest.raises(MXNetError, match="bucket 3 stores parameter .w_weight. as float32"):
         conv.switch_bucket(3, [("data", (1, 4))])
     mod.switch_bucket(3, [("data", (1, 4))])
     with pytest.raises(MXNetError, match="convert without cast_optional_params"):
         amp.convert_bucketing_module(mod, cast_optional_params=True)
-    amp.convert_bucketing_module(mod)                     # without it every parameter stays float32
+    conv = amp.convert_bucketing_module(mod)              # without it every parameter stays float32
+    conv.bind([("data", (1, 4))], for_training=False)
+    conv.switch_bucket(3, [("data", (1, 4))])
 
 
 def test_score_after_fit_as_mxnets_amp_test_does():
