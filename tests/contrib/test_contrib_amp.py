@@ -36,6 +36,40 @@ MXNET_INTERNALS = [
     "sm_output"]
 
 
+def test_lists_are_mxnets_for_the_registered_operators():
+    """tests/fixtures/amp/lists_mxnet191.json: MXNet 1.9.1's float16 lists. The float16, float32,
+    widest-type, conditional and loss lists are MXNet's minus the operators mxref lacks; the
+    "any type" list is every other registered operator."""
+    import json
+    import pathlib
+
+    from mxref.ops import registry
+    ref = json.loads((pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "amp" /
+                      "lists_mxnet191.json").read_text())
+    for name in ("list_lp16_ops", "list_fp32_ops", "list_widest_type_cast", "list_loss_output_functions"):
+        want = sorted(n for n in ref[name] if registry.exists(n))
+        assert sorted(getattr(amp, name)("float16")) == want, name
+    assert [[c[0], c[1], list(c[2])]
+            for c in amp.list_conditional_fp32_ops("float16")] == ref["list_conditional_fp32_ops"]
+    mxnet_any = {n for n in ref["list_lp16_fp32_ops"] if registry.exists(n)} - {"amp_cast", "amp_multicast"}
+    assert mxnet_any <= set(amp.list_lp16_fp32_ops("float16"))
+    assert "BatchNorm" in amp.list_lp16_fp32_ops("float16")
+
+
+def test_cast_names_follow_mxnets_output_names():
+    """A cast of an operator's output is ``<node>_<output name>_amp_cast_<dtype>`` for operators
+    MXNet registers output names for, ``<node>_<index>_amp_cast_<dtype>`` for the others."""
+    data = mx.sym.var("data")
+    for make, cast in ((lambda: mx.sym.Activation(data, act_type="relu", name="x"), "x_output"),
+                       (lambda: mx.sym.SliceChannel(data, num_outputs=2, name="x")[1], "x_output1"),
+                       (lambda: mx.sym.Embedding(data, input_dim=3, output_dim=2, name="x"), "x_0"),
+                       (lambda: mx.sym.Reshape(data, shape=(-1,), name="x"), "x_0"),
+                       (lambda: mx.sym.elemwise_add(data, data, name="x"), "x_output"),
+                       (lambda: mx.sym.elemwise_mul(data, data, name="x"), "x_0")):
+        names = amp.convert_symbol(mx.sym.FullyConnected(make(), num_hidden=2, name="fc"))
+        assert f"{cast}_amp_cast_float16_output" in names.get_internals().list_outputs(), cast
+
+
 @pytest.fixture
 def amp_on():
     amp.init()

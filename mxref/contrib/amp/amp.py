@@ -13,7 +13,8 @@ Two ways to use float16 without rewriting a model:
 * **Inference**: ``convert_symbol`` walks a float32 graph and inserts ``amp_cast`` /
   ``amp_multicast`` nodes by the same lists (the pass MXNet calls ``ReducePrecision``); graph
   outputs are cast back to float32. ``convert_model`` also casts the parameters whose variables
-  were given a low-precision ``__dtype__``.
+  were given a low-precision ``__dtype__``; ``convert_bucketing_module`` does it for every bucket
+  of a ``BucketingModule``.
 """
 from __future__ import annotations
 
@@ -258,6 +259,11 @@ def unscale(optimizer_or_trainer) -> None:
 
 # MXNet's scripts reach the conversions as ``amp.amp.convert_model`` too (``from
 # mxnet.contrib.amp import amp``); they live in convert.py, which needs the lists above first.
-from .convert import convert_hybrid_block, convert_model, convert_symbol  # noqa: E402
+from .convert import (  # noqa: E402
+    convert_bucketing_module,
+    convert_hybrid_block,
+    convert_model,
+    convert_symbol,
+)
 
-__all__ += ["convert_symbol", "convert_model", "convert_hybrid_block"]
+__all__ += ["convert_symbol", "convert_model", "convert_hybrid_block", "convert_bucketing_module"]

@@ -1,6 +1,6 @@
 """AMP for inference: ``convert_symbol`` (MXNet's ``ReducePrecision`` pass: ``amp_cast`` /
 ``amp_multicast`` nodes put into a copy of a float32 graph by AMP's operator lists),
-``convert_model`` and ``convert_hybrid_block``."""
+``convert_model``, ``convert_hybrid_block`` and ``convert_bucketing_module``."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -21,13 +21,35 @@ from .amp import (
     list_widest_type_cast,
 )
 
-__all__ = ["convert_symbol", "convert_model", "convert_hybrid_block"]
+__all__ = ["convert_symbol", "convert_model", "convert_hybrid_block", "convert_bucketing_module"]
 
 
 # -- convert_symbol: the ReducePrecision graph pass ----------------------------------------------
+# The operators MXNet 1.9.1 registers output names for (FListOutputNames: the nn layers and the
+# legacy OperatorProperty ops). ReducePrecision names a cast of their output ``<node>_<output
+# name>_amp_cast_<dtype>`` and of any other operator's ``<node>_<index>_amp_cast_<dtype>``; the
+# set was checked against MXNet's pass one operator at a time.
+_NAMED_OUTPUTS = frozenset([
+    "Activation", "BatchNorm", "BatchNorm_v1", "BilinearSampler", "Concat", "Convolution",
+    "Correlation", "Crop", "Custom", "Deconvolution", "Dropout", "FullyConnected", "GridGenerator",
+    "GroupNorm", "IdentityAttachKLSparseReg", "InstanceNorm", "L2Normalization", "LRN", "LayerNorm",
+    "LeakyReLU", "MakeLoss", "Pad", "Pooling", "RNN", "ROIPooling", "SVMOutput", "SequenceLast",
+    "SequenceMask", "SequenceReverse", "SliceChannel", "SoftmaxActivation", "SoftmaxOutput",
+    "SpatialTransformer", "SwapAxis", "UpSampling", "_CrossDeviceCopy", "_contrib_DeformableConvolution",
+    "_contrib_DeformablePSROIPooling", "_contrib_MultiBoxDetection", "_contrib_MultiBoxPrior",
+    "_contrib_MultiBoxTarget", "_contrib_MultiProposal", "_contrib_PSROIPooling", "_contrib_Proposal",
+    "_contrib_ROIAlign", "_contrib_RROIAlign", "_contrib_SyncBatchNorm", "_contrib_count_sketch",
+    "_contrib_fft", "_contrib_hawkesll", "_contrib_ifft", "_contrib_index_array",
+    "_contrib_interleaved_matmul_encdec_qk", "_contrib_interleaved_matmul_encdec_valatt",
+    "_contrib_interleaved_matmul_selfatt_qk", "_contrib_interleaved_matmul_selfatt_valatt",
+    "col2im", "elemwise_add", "im2col", "make_loss", "softmax", "softmin"])
+
+
 def _suffix(e: NodeEntry) -> str:
     if e.node.is_variable:
         return ""
+    if e.node.op.name not in _NAMED_OUTPUTS:
+        return f"_{e.index}"
     names = e.node.op.list_outputs(e.node.params)
     return "_" + (names[e.index] if e.index < len(names) else str(e.index))
 
@@ -252,3 +274,84 @@ def convert_hybrid_block(block, target_dtype="float16", target_dtype_ops=None, f
             p.cast(value.dtype)
             p._load_init(value, ctx, cast_dtype=True, dtype_source="saved")
     return ret
+
+
+# -- convert_bucketing_module -------------------------------------------------------------------
+def _check_param_dtypes(sym: Symbol, arg_params: dict, aux_params: dict, key) -> None:
+    """The parameters are shared by every bucket, so each bucket's graph must store a parameter
+    in the dtype the converted parameters have (``cast_optional_params`` could differ when one
+    bucket feeds a parameter to a float32 operator that another bucket does not use)."""
+    attrs = sym.attr_dict()
+    for name in sym.list_inputs():
+        value = arg_params.get(name, aux_params.get(name))
+        code = attrs.get(name, {}).get("__dtype__", "-1")
+        if value is not None and code != "-1" and np.dtype(DTYPE_MX_TO_NP[int(code)]) != value.dtype:
+            raise MXNetError(f"amp.convert_bucketing_module: bucket {key!r} stores parameter {name!r} "
+                             f"as {np.dtype(DTYPE_MX_TO_NP[int(code)]).name} but the shared "
+                             f"parameters hold it as {np.dtype(value.dtype).name}; convert without "
+                             "cast_optional_params")
+
+
+def convert_bucketing_module(bucketing_mod, target_dtype="float16", target_dtype_ops=None,
+                             fp32_ops=None, conditional_fp32_ops=None, excluded_sym_names=None,
+                             cast_optional_params: bool = False):
+    """A new ``BucketingModule`` whose every bucket runs ``convert_model`` of the original
+    bucket's symbol, with the trained parameters cast as ``convert_model`` casts them.
+
+    ``bucketing_mod`` must have been bound (so that it has buckets) and have its parameters
+    initialized, or come from ``BucketingModule.load``. Its ``sym_gen`` is wrapped: a bucket key met
+    later (one never bound before the conversion) is converted the same way when the new module
+    first switches to it (MXNet's result keeps the original ``sym_gen``, so there such a bucket
+    runs in float32). As in MXNet, the result is returned unbound, with the parameters loaded:
+    call ``bind(...)`` with the shapes (and ``for_training``) to predict with, then
+    ``forward``/``score``; the context, ``fixed_param_names``, ``state_names``, ``work_load_list``,
+    ``group2ctxs`` and ``compression_params`` are those of ``bucketing_mod``. The arguments are
+    ``convert_model``'s.
+    """
+    from ...module import BucketingModule
+
+    # MXNet's checks, with its messages (it asserts; these are raised so that ``python -O``
+    # keeps them).
+    if not isinstance(bucketing_mod, BucketingModule):
+        raise AssertionError("module should be instance of bucketing module")
+    # A module from BucketingModule.load, not bound yet, holds its parameters aside; MXNet's
+    # load makes (unbound) buckets from the saved symbols, so it converts too.
+    loaded = None if bucketing_mod.binded else bucketing_mod._preloaded
+    if len(bucketing_mod._buckets) == 0 and loaded is None:
+        raise AssertionError("Bucketing Module should not be empty")
+    if not bucketing_mod.params_initialized:
+        raise AssertionError("bucketing_mod params should be initialized for mixed precision conversion")
+    options = dict(target_dtype=target_dtype, target_dtype_ops=target_dtype_ops, fp32_ops=fp32_ops,
+                   conditional_fp32_ops=conditional_fp32_ops, excluded_sym_names=excluded_sym_names,
+                   cast_optional_params=cast_optional_params)
+    if loaded is None:
+        arg_fp32, aux_fp32 = bucketing_mod.get_params()
+        symbols = {key: mod.symbol for key, mod in bucketing_mod._buckets.items()}
+    else:
+        arg_fp32, aux_fp32 = loaded
+        key = bucketing_mod._default_bucket_key
+        symbols = {key: bucketing_mod._call_sym_gen(key)[0]}
+    arg_params, aux_params = {}, {}
+    for key, sym in symbols.items():
+        sym, args, aux = convert_model(sym, dict(arg_fp32), dict(aux_fp32), **options)
+        _check_param_dtypes(sym, arg_params, aux_params, key)
+        arg_params.update(args)
+        aux_params.update(aux)
+    original = bucketing_mod._sym_gen
+
+    def sym_gen(bucket_key):
+        sym, data_names, label_names = original(bucket_key)
+        # convert_model types the parameters from the float32 values; only the graph is kept.
+        sym, _, _ = convert_model(sym, dict(arg_fp32), dict(aux_fp32), **options)
+        _check_param_dtypes(sym, arg_params, aux_params, bucket_key)
+        return sym, data_names, label_names
+
+    result = BucketingModule(sym_gen, bucketing_mod._default_bucket_key, logger=bucketing_mod.logger,
+                             context=bucketing_mod._context, work_load_list=bucketing_mod._work_load_list,
+                             fixed_param_names=bucketing_mod._fixed_param_names,
+                             state_names=bucketing_mod._state_names, group2ctxs=bucketing_mod._group2ctxs,
+                             compression_params=bucketing_mod._compression_params)
+    # What BucketingModule.load leaves: parameters set into the modules when bind() makes them.
+    result._preloaded = (arg_params, aux_params)
+    result.params_initialized = True
+    return result
