@@ -89,13 +89,23 @@ def test_in_process_size_mismatch_and_failed_peer():
 
 def test_tcp_size_mismatch_is_an_error():
     """Framed TCP messages carry their size: a receive of another size is refused, not misread."""
+    # NOTE: rank 1 refuses the frame after its head, leaving the rest unread; closing a socket with
+    # unread bytes resets the connection, which would break rank 0's send if it were still writing
+    # the frame's payload, or drop rank 1's reply from rank 0's receive queue. So rank 1 answers
+    # only once rank 0's send has returned, and closes only once rank 0 has the answer.
+    sent, answered = threading.Event(), threading.Event()
+
     def fn(link):
         if link.rank == 0:
             link.send(1, np.zeros(3))
+            sent.set()
             link.recv(1, np.zeros(1))      # rank 1 says it is done
+            answered.set()
         else:
             with pytest.raises(MXNetError, match="expected 16 bytes with tag 0 from rank 0, got 24"):
                 link.recv(0, np.zeros(2))
             link._reader.clear()
+            assert sent.wait(30)
             link.send(0, np.zeros(1))
+            assert answered.wait(30)
     run_tcp_pair(fn)
