@@ -132,6 +132,15 @@ def allreduce(buf: Any, op: Any, prepare_fun: Optional[Callable[[], None]] = Non
     -------
     buf, for chaining.
     """
+    eng = getattr(_tls, "engine", None) or _process_engine
+    # NOTE: the common call (a plain, aligned, writeable, contiguous numpy array, an int op, no
+    # prepare_fun) goes straight to the engine's plan for its shape, dtype and op: no flattening,
+    # no parsing, no table look-up (LinkEngine.plan_allreduce; the plan flattens where needed).
+    if type(buf) is np.ndarray and type(op) is int and prepare_fun is None and eng is not None \
+            and eng.plans is not None and buf.flags.carray:
+        key = (buf.shape, buf.dtype, op)
+        (eng.plans.get(key) or eng.plan_allreduce(buf, op, key))(buf)
+        return buf
     code = parse_op(op)
     flat, nd = _flat_view(buf, "allreduce")
     prep = prepare_fun

@@ -1,6 +1,7 @@
 """The mpi engine, and ``MPILink``: mpi4py point-to-point messages of raw buffers (no pickle)."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -72,6 +73,11 @@ class MPILink(Link):
 
     def sendrecv_prepared(self, send_peer: int, send_msg: Any, recv_peer: int, recv_msg: Any) -> None:
         self.comm.Sendrecv(send_msg, send_peer, self.tag_base, recv_msg, recv_peer, self.tag_base)
+
+    def bind_sendrecv(self, send_peer: int, send_msg: Any, recv_peer: int, recv_msg: Any) -> Any:
+        # mpi4py's own method with its arguments bound: no Python frame of ours per message.
+        return functools.partial(self.comm.Sendrecv, send_msg, send_peer, self.tag_base, recv_msg,
+                                 recv_peer, self.tag_base)
 
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         return _MPIRequest(self.comm.Isend(self._msg(buf), dest=peer, tag=self.tag_base + tag), buf)
