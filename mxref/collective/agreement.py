@@ -68,6 +68,7 @@ class CheckedAllreduce:
         steps = doubling_schedule(rank, world)
         self._steps = tuple((peer, first, i == len(steps) - 1) for i, (peer, first) in enumerate(steps))
         self._calls: Dict[tuple, tuple] = {}
+        self._exchanges: Dict[tuple, tuple] = {}
         self._out_head_mv = memoryview(self.out)[:HEAD_BYTES]
 
     def _prepare(self, buf: np.ndarray, op: int, algorithm: str) -> tuple:
@@ -124,17 +125,19 @@ class CheckedAllreduce:
         mine, theirs = mine.reshape(buf.shape), theirs.reshape(buf.shape)
         head, out_mv, inc_mv = self._out_head_mv, self._out_mv, self._inc_mv
         # The peer's partial goes first where it holds the lower ranks' (the same bits everywhere).
-        steps = tuple((self.link.bind_sendrecv(peer, message, peer, self._inc_msg),
+        end = HEAD_BYTES + buf.nbytes
+        steps = tuple((*self._exchange(peer, message, end),
                        (theirs, mine) if peer_first else (mine, theirs), last)
                       for peer, peer_first, last in self._steps)
         mismatch = self._mismatch
         if len(steps) == 1:             # two ranks: one exchange, the fold lands in the caller's array
-            (exchange, (x, y), _), = steps
+            (start, finish, (x, y), _), = steps
 
             def run(b: np.ndarray) -> None:
                 head[:] = packed
                 mine[...] = b
-                exchange()
+                start()
+                finish()
                 if out_mv != inc_mv:
                     mismatch(0, ident)
                 ufunc(x, y, b)
@@ -144,13 +147,23 @@ class CheckedAllreduce:
         def run(b: np.ndarray) -> None:
             head[:] = packed
             mine[...] = b
-            for i, (exchange, (x, y), last) in enumerate(steps):
-                exchange()
+            for i, (start, finish, (x, y), last) in enumerate(steps):
+                start()
+                finish()
                 if out_mv != inc_mv:
                     mismatch(i, ident)
                 ufunc(x, y, b if last else mine)
             owner.seqno += 1
         return run
+
+    def _exchange(self, peer: int, message: Any, nbytes: int) -> tuple:
+        """The link's bound exchange with ``peer`` of ``message`` (the first ``nbytes`` of ``out``)
+        for ``inc``: one per (peer, nbytes) for the life of the engine, shared by the plans."""
+        key = (peer, nbytes)
+        pair = self._exchanges.get(key)
+        if pair is None:
+            pair = self._exchanges[key] = self.link.bind_sendrecv(peer, message, peer, self._inc_msg)
+        return pair
 
     def _mismatch(self, step: int, ident: tuple) -> None:
         """A core rank whose exchange ``step`` brought a different header: finish, then raise."""

@@ -86,6 +86,10 @@ class DoneRequest(LinkRequest):
         return True
 
 
+def _nothing() -> None:
+    pass
+
+
 class Link:
     """Point-to-point messages between the ranks of one job: the one message layer of mxref.
 
@@ -128,10 +132,12 @@ class Link:
         self.sendrecv(send_peer, send_msg, recv_peer, recv_msg)
 
     def bind_sendrecv(self, send_peer: int, send_msg: Any, recv_peer: int,
-                      recv_msg: Any) -> Callable[[], None]:
-        """``sendrecv_prepared`` of these four arguments as a callable without arguments, for a
-        plan that repeats the same exchange every call (links may bind their own call directly)."""
-        return functools.partial(self.sendrecv_prepared, send_peer, send_msg, recv_peer, recv_msg)
+                      recv_msg: Any) -> Tuple[Callable[[], None], Callable[[], None]]:
+        """``sendrecv_prepared`` of these four arguments as two callables without arguments, start
+        and finish, to call in that order: for a plan that repeats the same exchange every call.
+        The buffers must stay the same objects while the pair is in use (a link may make
+        persistent requests on them); this default sends and receives in ``start``."""
+        return functools.partial(self.sendrecv_prepared, send_peer, send_msg, recv_peer, recv_msg), _nothing
 
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         """Start sending ``buf``; it must not change until the request's ``test()`` is True."""
