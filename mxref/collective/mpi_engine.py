@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -34,7 +35,7 @@ class MPILink(Link):
     short_receives = True
     MAX_PERSISTENT = 4096
 
-    def __init__(self, comm: Any, tag_base: int = 0) -> None:
+    def __init__(self, comm: Any, tag_base: int = 0, yield_wait: bool = False) -> None:
         self.comm = comm
         self.rank, self.world_size = comm.Get_rank(), comm.Get_size()
         self.tag_base = tag_base
@@ -43,6 +44,13 @@ class MPILink(Link):
         self._byte = MPI.BYTE
         self._status = MPI.Status()
         self._persistent: list = []        # bind_sendrecv's requests, freed by close()
+        # yield_wait: wait for a message by testing it and giving the core away between tests
+        # (sched_yield), instead of MPI's blocking calls, which spin on the core until the peer
+        # answers; for more ranks than cores (see ``oversubscribed``).
+        self.yield_wait = yield_wait
+        if yield_wait:
+            self.send, self.recv = self._send_yielding, self._recv_yielding
+            self.sendrecv, self.sendrecv_prepared = self._sendrecv_yielding, self._sendrecv_prepared_yielding
 
     def require_serialized(self, who: str) -> None:
         """Refuse to run when MPI allows calls from one thread only (``who`` uses another thread)."""
@@ -70,6 +78,27 @@ class MPILink(Link):
         self.comm.Sendrecv(self._msg(send_buf), dest=send_peer, sendtag=tag,
                            recvbuf=self._msg(recv_buf), source=recv_peer, recvtag=tag)
 
+    def _wait(self, reqs: list) -> None:
+        testall, pause = self._MPI.Request.Testall, os.sched_yield
+        while not testall(reqs):
+            pause()
+
+    def _send_yielding(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self._wait([self.comm.Isend(self._msg(buf), dest=peer, tag=self.tag_base + tag)])
+
+    def _recv_yielding(self, peer: int, buf: np.ndarray, tag: int = 0) -> None:
+        self._wait([self.comm.Irecv(self._msg(buf), source=peer, tag=self.tag_base + tag)])
+
+    def _sendrecv_yielding(self, send_peer: int, send_buf: np.ndarray, recv_peer: int, recv_buf: np.ndarray,
+                           tag: int = 0) -> None:
+        self._sendrecv_prepared_yielding(send_peer, self._msg(send_buf), recv_peer, self._msg(recv_buf),
+                                         self.tag_base + tag)
+
+    def _sendrecv_prepared_yielding(self, send_peer: int, send_msg: Any, recv_peer: int, recv_msg: Any,
+                                    tag: Optional[int] = None) -> None:
+        tag = self.tag_base if tag is None else tag
+        self._wait([self.comm.Irecv(recv_msg, recv_peer, tag), self.comm.Isend(send_msg, send_peer, tag)])
+
     def prepare(self, buf: np.ndarray) -> Any:
         return self._msg(buf)
 
@@ -82,13 +111,14 @@ class MPILink(Link):
         # benchmarks/profile_allreduce_call.py). Past MAX_PERSISTENT requests (many distinct
         # sizes), mpi4py's own ``Sendrecv`` with its arguments bound, no Python frame of ours.
         MPI = self._MPI
-        if len(self._persistent) >= self.MAX_PERSISTENT:
+        if len(self._persistent) >= self.MAX_PERSISTENT and not self.yield_wait:
             return functools.partial(self.comm.Sendrecv, send_msg, send_peer, self.tag_base, recv_msg,
                                      recv_peer, self.tag_base), _nothing
         reqs = [self.comm.Recv_init(recv_msg, recv_peer, self.tag_base),
                 self.comm.Send_init(send_msg, send_peer, self.tag_base)]
         self._persistent.extend(reqs)
-        return functools.partial(MPI.Prequest.Startall, reqs), functools.partial(MPI.Request.Waitall, reqs)
+        finish = functools.partial(self._wait if self.yield_wait else MPI.Request.Waitall, reqs)
+        return functools.partial(MPI.Prequest.Startall, reqs), finish
 
     def close(self) -> None:
         for req in self._persistent:
@@ -108,6 +138,24 @@ class MPILink(Link):
         return st.Get_source(), st.Get_count(self._byte)
 
 
+def yield_wait_for(comm: Any) -> bool:
+    """Whether the ranks of ``comm`` wait by yielding the core (``MXREF_COLLECTIVE_YIELD``: ``1``,
+    ``0``, or ``auto``, the default: when this host runs more of its ranks than this process may
+    use cores). Collective over ``comm``: every rank decides from its host's count."""
+    from mpi4py import MPI
+    mode = os.environ.get("MXREF_COLLECTIVE_YIELD", "auto").strip().lower()
+    if mode in ("1", "true", "yes", "on"):
+        return True
+    if mode in ("0", "false", "no", "off"):
+        return False
+    if mode != "auto":
+        raise MXNetError(f"MXREF_COLLECTIVE_YIELD={mode!r}: use 1, 0 or auto")
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    ranks_here = local.Get_size()
+    local.Free()
+    return ranks_here > len(os.sched_getaffinity(0))
+
+
 @register("mpi")
 class MPIEngine(LinkEngine):
     """Rabit's API on an MPI communicator (``COMM_WORLD`` by default, duplicated so our messages
@@ -121,7 +169,8 @@ class MPIEngine(LinkEngine):
             raise MXNetError("collective engine 'mpi' needs mpi4py (pip install mxref[mpi])") from exc
         self.comm = (comm or MPI.COMM_WORLD).Dup()
         # One tag for all collective traffic; MPI keeps messages between a pair in order.
-        super().__init__(MPILink(self.comm, tag_base=0x5AB), **kwargs)
+        link = MPILink(self.comm, tag_base=0x5AB, yield_wait=yield_wait_for(self.comm))
+        super().__init__(link, **kwargs)
 
     def shutdown(self) -> None:
         self.link.close()
