@@ -39,8 +39,11 @@ DEFAULT_TABLES: Dict[int, str] = {
     3: "doubling:65536,rabenseifner:262144,ring",
     4: "doubling:262144,rabenseifner:1048576,ring",
 }
-# The largest payload that rides with the agreement check's messages (agreement.py).
-FUSED_MAX_BYTES = 1 << 16
+# The largest payload that rides with the agreement check's messages (agreement.py): W=4's
+# doubling bound, so that no size recursive doubling takes pays a separate check round (two
+# extra message latencies on 4 ranks, which cost milliseconds on oversubscribed cores). Each
+# engine keeps two message buffers of this size plus 80 bytes.
+FUSED_MAX_BYTES = 1 << 18
 
 
 class AlgorithmTable:
