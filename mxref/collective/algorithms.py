@@ -42,16 +42,14 @@ def segment_bounds(n: int, parts: int) -> List[int]:
     return bounds
 
 
-def ring_allreduce(link: Link, buf: np.ndarray, fold: Fold, tmp: Optional[np.ndarray] = None) -> None:
-    """Reduce-scatter then allgather around the ring ``0 -> 1 -> ... -> W-1 -> 0``, in place;
-    ``tmp``: scratch of at least ``ceil(size / W)`` elements of ``buf``'s dtype (else one is made)."""
+def ring_allreduce(link: Link, buf: np.ndarray, fold: Fold) -> None:
+    """Reduce-scatter then allgather around the ring ``0 -> 1 -> ... -> W-1 -> 0``, in place."""
     world, rank = link.world_size, link.rank
     if world == 1:
         return
     b = segment_bounds(buf.size, world)
     nxt, prv = (rank + 1) % world, (rank - 1) % world
-    if tmp is None:
-        tmp = np.empty(b[1] - b[0], buf.dtype)
+    tmp = np.empty(b[1] - b[0], buf.dtype)
     for s in range(world - 1):
         si, ri = (rank - s) % world, (rank - s - 1) % world
         incoming = tmp[:b[ri + 1] - b[ri]]

@@ -111,23 +111,15 @@ def recursive_doubling(link: Link, buf: np.ndarray, ufunc: np.ufunc,
     _leave_core(link, buf)
 
 
-def rabenseifner_scratch(rank: int, world: int, count: int) -> int:
-    """The elements of scratch ``rabenseifner`` needs: the lower half (``segment_bounds`` puts the
-    extra elements first), or the whole buffer on a rank that folds a neighbour's in first."""
-    p, rem, _ = pow2_core(rank, world)
-    return max(count if rank < 2 * rem else 0, segment_bounds(count, p)[p // 2])
-
-
-def rabenseifner(link: Link, buf: np.ndarray, ufunc: np.ufunc, tmp: Optional[np.ndarray] = None) -> None:
-    """Allreduce ``buf`` in place: reduce-scatter by recursive halving, allgather by recursive
-    doubling; ``tmp``: scratch of ``rabenseifner_scratch`` elements (else one is made)."""
+def rabenseifner(link: Link, buf: np.ndarray, ufunc: np.ufunc) -> None:
+    """Allreduce ``buf`` in place: reduce-scatter by recursive halving, allgather by recursive doubling."""
     world = link.world_size
     if world == 1:
         return
     p, rem, core = pow2_core(link.rank, world)
     b = segment_bounds(buf.size, p)
-    if tmp is None:
-        tmp = np.empty(rabenseifner_scratch(link.rank, world, buf.size), buf.dtype)
+    # The lower half is the longer one (segment_bounds puts the extra elements first).
+    tmp = np.empty(max(buf.size if link.rank < 2 * rem else 0, b[p // 2]), buf.dtype)
     if not _enter_core(link, buf, ufunc, tmp):
         return
     lo, hi, mask = 0, p, p // 2

@@ -10,6 +10,7 @@ from ..base import env_bool
 from . import algorithms, selection
 from .agreement import DTYPE_NAMES, CheckedAllreduce
 from .base import OP_NAMES, Engine, InMemoryCheckpoints, Link, parse_op, reduce_ufunc
+from .halving import recursive_doubling
 
 DEFAULT_CHUNK_BYTES = 1 << 18
 
@@ -61,7 +62,6 @@ class LinkEngine(Engine):
         self._plans: Dict[tuple, Callable[[np.ndarray], None]] = {}
         self.plans = self._plans if type(self).allreduce is LinkEngine.allreduce else None
         self.chunk_bytes = chunk_bytes
-        self._scratch_bytes = np.empty(0, np.uint8)
         self.seqno = 0   # collectives since the last checkpoint, as Rabit's seq_counter
         self._ckpt = InMemoryCheckpoints()
         # Broadcast objects travel data-only; MXREF_ALLOW_PICKLE=1 lets other Python objects through.
@@ -101,25 +101,19 @@ class LinkEngine(Engine):
                       ufunc: np.ufunc) -> Callable[[np.ndarray], None]:
         """The check (header only, or off the power-of-two core), then the algorithm."""
         checked, check, link, chunk = self._checked, self.check, self.link, self.chunk_bytes
-        need = selection.scratch_elements(algorithm, buf.size, self.rank, self.world_size)
-        dtype, scratch = buf.dtype, self._scratch
+        # Recursive doubling's scratch array is kept with the plan instead of made per call.
+        scratch = np.empty(buf.size, buf.dtype) if algorithm == "doubling" else None
 
         def run(b: np.ndarray) -> None:
             flat = b if b.ndim == 1 else b.reshape(-1)
             # With the check on, a small buffer travels inside the check's own messages.
             if not (check and checked(flat, op, algorithm, ufunc)):
-                selection.run(link, algorithm, flat, ufunc, chunk, scratch(need, dtype))
+                if scratch is not None:
+                    recursive_doubling(link, flat, ufunc, scratch)
+                else:
+                    selection.run(link, algorithm, flat, ufunc, chunk)
             self.seqno += 1
         return run
-
-    def _scratch(self, count: int, dtype: np.dtype) -> np.ndarray:
-        """``count`` elements of scratch, from one buffer per engine that only grows: an
-        allocation per call of the size the algorithms need (above numpy's small-block cache,
-        fresh pages from the kernel every time) was measurable at 1 MiB."""
-        nbytes = count * dtype.itemsize
-        if self._scratch_bytes.nbytes < nbytes:
-            self._scratch_bytes = np.empty(nbytes, np.uint8)
-        return self._scratch_bytes[:nbytes].view(dtype)
 
     def broadcast(self, obj: Any, root: int) -> Any:
         self._check_root(root)

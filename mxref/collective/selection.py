@@ -27,7 +27,7 @@ import numpy as np
 from ..base import MXNetError
 from .algorithms import ring_allreduce, tree_allreduce
 from .base import Link
-from .halving import rabenseifner, rabenseifner_scratch, recursive_doubling
+from .halving import rabenseifner, recursive_doubling
 
 ALGORITHMS = ("doubling", "rabenseifner", "ring", "tree")
 # Measured with ``benchmarks/bench_allreduce.py --worlds 2 3 4 --tune`` on a 2-core machine over
@@ -115,27 +115,14 @@ def table_for(world: int, spec: Optional[str] = None, ring_mincount: Optional[in
     return AlgorithmTable.parse(DEFAULT_TABLES[measured], f"measured table for W={measured}")
 
 
-def scratch_elements(algorithm: str, count: int, rank: int, world: int) -> int:
-    """How many elements of scratch ``run`` needs for ``algorithm`` (the tree brings its own)."""
+def run(link: Link, algorithm: str, buf: np.ndarray, ufunc: np.ufunc, chunk_bytes: int = 1 << 18) -> None:
+    """Allreduce ``buf`` in place with ``ufunc`` by the named algorithm."""
     if algorithm == "doubling":
-        return count
-    if algorithm == "rabenseifner":
-        return rabenseifner_scratch(rank, world, count)
-    if algorithm == "ring":
-        return -(-count // world)
-    return 0
-
-
-def run(link: Link, algorithm: str, buf: np.ndarray, ufunc: np.ufunc, chunk_bytes: int = 1 << 18,
-        tmp: Optional[np.ndarray] = None) -> None:
-    """Allreduce ``buf`` in place with ``ufunc`` by the named algorithm; ``tmp``: scratch of
-    ``scratch_elements`` elements of ``buf``'s dtype, reused across calls (else made per call)."""
-    if algorithm == "doubling":
-        recursive_doubling(link, buf, ufunc, tmp)
+        recursive_doubling(link, buf, ufunc)
     elif algorithm == "rabenseifner":
-        rabenseifner(link, buf, ufunc, tmp)
+        rabenseifner(link, buf, ufunc)
     elif algorithm == "ring":
-        ring_allreduce(link, buf, lambda d, s: ufunc(d, s, out=d), tmp)
+        ring_allreduce(link, buf, lambda d, s: ufunc(d, s, out=d))
     elif algorithm == "tree":
         tree_allreduce(link, buf, lambda d, s: ufunc(d, s, out=d), chunk_bytes)
     else:
