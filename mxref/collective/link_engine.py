@@ -101,8 +101,10 @@ class LinkEngine(Engine):
                       ufunc: np.ufunc) -> Callable[[np.ndarray], None]:
         """The check (header only, or off the power-of-two core), then the algorithm."""
         checked, check, link, chunk = self._checked, self.check, self.link, self.chunk_bytes
-        # Recursive doubling's scratch array is kept with the plan instead of made per call.
-        scratch = np.empty(buf.size, buf.dtype) if algorithm == "doubling" else None
+        # Recursive doubling's scratch array of a small buffer is kept with the plan instead of
+        # made per call (0.3-0.6 us at 4 KiB); a large one is allocated per call, so that the
+        # plans never hold more than 256 x 64 KiB.
+        scratch = np.empty(buf.size, buf.dtype) if algorithm == "doubling" and buf.nbytes <= 1 << 16 else None
 
         def run(b: np.ndarray) -> None:
             flat = b if b.ndim == 1 else b.reshape(-1)
