@@ -41,7 +41,8 @@ class _ThreadEngine(threading.local):
     """The engine bound to this thread (the local engine binds one rank per thread), else None.
 
     NOTE: a class attribute default, so that reading it in a thread that bound none finds None
-    instead of raising (and catching) AttributeError: 1-2 us per call, a third of MPI's latency."""
+    instead of raising (and catching) AttributeError: 1.1 us against 0.07 us on this machine,
+    per call, where MPI's whole 4 KiB allreduce takes 6.5 us."""
     engine: Optional[Engine] = None
 
 
