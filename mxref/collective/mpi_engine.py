@@ -8,7 +8,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from ..base import MXNetError
-from .base import Link, LinkRequest, _nothing, register
+from .base import Link, LinkRequest, register
 from .link_engine import LinkEngine
 
 
@@ -109,11 +109,10 @@ class MPILink(Link):
         # Persistent requests made once: each call only starts and completes them, where
         # ``Sendrecv`` takes both buffer specs apart every time (0.1-0.9 us of a 4 KiB exchange,
         # benchmarks/profile_allreduce_call.py). Past MAX_PERSISTENT requests (many distinct
-        # sizes), mpi4py's own ``Sendrecv`` with its arguments bound, no Python frame of ours.
+        # sizes), the plain exchange bound by ``Link``.
         MPI = self._MPI
-        if len(self._persistent) >= self.MAX_PERSISTENT and not self.yield_wait:
-            return functools.partial(self.comm.Sendrecv, send_msg, send_peer, self.tag_base, recv_msg,
-                                     recv_peer, self.tag_base), _nothing
+        if len(self._persistent) >= self.MAX_PERSISTENT:
+            return super().bind_sendrecv(send_peer, send_msg, recv_peer, recv_msg)
         reqs = [self.comm.Recv_init(recv_msg, recv_peer, self.tag_base),
                 self.comm.Send_init(send_msg, send_peer, self.tag_base)]
         self._persistent.extend(reqs)

@@ -78,12 +78,30 @@ def mismatches():
     collective.finalize()
 
 
+def persistent_cap():
+    """Past the link's cap on persistent requests, new sizes exchange without them, alike."""
+    collective.init("mpi")
+    link = collective._engine().link
+    link.MAX_PERSISTENT = 4
+    for n in range(1, 12):
+        x = np.arange(n, dtype=np.float64) * (rank + 1)
+        want = np.empty_like(x)
+        comm.Allreduce(x, want)
+        for _ in range(2):
+            y = x.copy()
+            collective.allreduce(y, collective.SUM)
+            assert y.tobytes() == want.tobytes(), (n, y, want)
+    assert len(link._persistent) <= 4, len(link._persistent)
+    collective.finalize()
+
+
 def main():
     for table in TABLES:
         for check in (True, False):
             sweep(table, check)
     if world > 1:
         mismatches()
+        persistent_cap()
     report(f"rank {rank} OK")
 
 
