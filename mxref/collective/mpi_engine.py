@@ -46,7 +46,7 @@ class MPILink(Link):
         self._persistent: list = []        # bind_sendrecv's requests, freed by close()
         # yield_wait: wait for a message by testing it and giving the core away between tests
         # (sched_yield), instead of MPI's blocking calls, which spin on the core until the peer
-        # answers; for more ranks than cores (see ``oversubscribed``).
+        # answers; for more ranks than cores (``yield_wait_for``).
         self.yield_wait = yield_wait
         if yield_wait:
             self.send, self.recv = self._send_yielding, self._recv_yielding
