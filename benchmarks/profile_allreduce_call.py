@@ -115,8 +115,6 @@ def job(args):
         "collective.allreduce": lambda: collective.allreduce(buf, SUM),
         "nocheck (engine.allreduce)": lambda: bare.allreduce(buf, SUM),
         "comm.Allreduce": lambda: comm.Allreduce(buf, out),
-        "plan again": lambda: plan(buf),
-        "collective again": lambda: collective.allreduce(buf, SUM),
     }
     for fn in forms.values():
         fn()
