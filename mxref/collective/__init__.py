@@ -35,11 +35,22 @@ __all__ = ["init", "finalize", "get_rank", "get_world_size", "is_distributed", "
            "SUM", "MAX", "MIN", "PROD", "BITOR", "run_local", "register", "Engine"]
 
 _process_engine: Optional[Engine] = None
-_tls = threading.local()   # the local engine binds one rank per thread
+
+
+class _ThreadEngine(threading.local):
+    """The engine bound to this thread (the local engine binds one rank per thread), else None.
+
+    NOTE: a class attribute default, so that reading it in a thread that bound none finds None
+    instead of raising (and catching) AttributeError: 1.1 us against 0.07 us on this machine,
+    per call, where MPI's whole 4 KiB allreduce takes 6.5 us."""
+    engine: Optional[Engine] = None
+
+
+_tls = _ThreadEngine()
 
 
 def _engine() -> Engine:
-    eng = getattr(_tls, "engine", None) or _process_engine
+    eng = _tls.engine or _process_engine
     if eng is None:
         eng = _tls.engine = create("local")   # not initialised: a world of one, as Rabit
     return eng
@@ -76,7 +87,7 @@ def init(engine: Optional[str] = None, **kwargs: Any) -> None:
 def finalize() -> None:
     """Shut the engine down (the robust engine first waits until no peer needs its caches)."""
     global _process_engine
-    eng = getattr(_tls, "engine", None)
+    eng = _tls.engine
     if eng is not None:
         _tls.engine = None
     else:
@@ -132,6 +143,15 @@ def allreduce(buf: Any, op: Any, prepare_fun: Optional[Callable[[], None]] = Non
     -------
     buf, for chaining.
     """
+    eng = _tls.engine or _process_engine
+    # NOTE: the common call (a plain, aligned, writeable, contiguous numpy array, an int op, no
+    # prepare_fun) goes straight to the engine's plan for its shape, dtype and op: no flattening,
+    # no parsing, no table look-up (LinkEngine.plan_allreduce; the plan flattens where needed).
+    if type(buf) is np.ndarray and type(op) is int and prepare_fun is None and eng is not None \
+            and eng.plans is not None and buf.flags.carray:
+        key = (buf.shape, buf.dtype, op)
+        (eng.plans.get(key) or eng.plan_allreduce(buf, op, key))(buf)
+        return buf
     code = parse_op(op)
     flat, nd = _flat_view(buf, "allreduce")
     prep = prepare_fun

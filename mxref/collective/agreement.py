@@ -21,7 +21,7 @@ insist on exact sizes (threads, TCP) run the header alone, 80 bytes, before the 
 from __future__ import annotations
 
 import struct
-from typing import Dict
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
@@ -68,6 +68,7 @@ class CheckedAllreduce:
         steps = doubling_schedule(rank, world)
         self._steps = tuple((peer, first, i == len(steps) - 1) for i, (peer, first) in enumerate(steps))
         self._calls: Dict[tuple, tuple] = {}
+        self._exchanges: Dict[tuple, tuple] = {}
         self._out_head_mv = memoryview(self.out)[:HEAD_BYTES]
 
     def _prepare(self, buf: np.ndarray, op: int, algorithm: str) -> tuple:
@@ -105,14 +106,69 @@ class CheckedAllreduce:
         for i, (peer, peer_first, last) in enumerate(self._steps):
             sendrecv(peer, message, peer, inc)
             if out_mv != inc_mv:
-                self._merge(False, None, None, False, ufunc, None)
-                self._disagree(i + 1, ident)
+                self._mismatch(i, ident)
             dst = buf if last else mine        # the last fold writes straight into the caller's buffer
             if peer_first:
                 ufunc(theirs, mine, out=dst)
             else:
                 ufunc(mine, theirs, out=dst)
         return True
+
+    def plan(self, buf: np.ndarray, op: int, algorithm: str, ufunc: np.ufunc,
+             owner: Any) -> Optional[Callable]:
+        """``run(b)``: the check and the fused fold for arrays of ``buf``'s shape and dtype, every
+        name bound once; then ``owner.seqno += 1``. None unless the payload is fused and this rank
+        is on the power-of-two core (the common call; ``__call__`` covers the others)."""
+        packed, fused, mine, theirs, message, ident = self._prepare(buf, op, algorithm)
+        if not fused or self.role:
+            return None
+        mine, theirs = mine.reshape(buf.shape), theirs.reshape(buf.shape)
+        head, out_mv, inc_mv = self._out_head_mv, self._out_mv, self._inc_mv
+        # The peer's partial goes first where it holds the lower ranks' (the same bits everywhere).
+        end = HEAD_BYTES + buf.nbytes
+        steps = tuple((*self._exchange(peer, message, end),
+                       (theirs, mine) if peer_first else (mine, theirs), last)
+                      for peer, peer_first, last in self._steps)
+        mismatch = self._mismatch
+        if len(steps) == 1:             # two ranks: one exchange, the fold lands in the caller's array
+            (start, finish, (x, y), _), = steps
+
+            def run(b: np.ndarray) -> None:
+                head[:] = packed
+                mine[...] = b
+                start()
+                finish()
+                if out_mv != inc_mv:
+                    mismatch(0, ident)
+                ufunc(x, y, b)
+                owner.seqno += 1
+            return run
+
+        def run(b: np.ndarray) -> None:
+            head[:] = packed
+            mine[...] = b
+            for i, (start, finish, (x, y), last) in enumerate(steps):
+                start()
+                finish()
+                if out_mv != inc_mv:
+                    mismatch(i, ident)
+                ufunc(x, y, b if last else mine)
+            owner.seqno += 1
+        return run
+
+    def _exchange(self, peer: int, message: Any, nbytes: int) -> tuple:
+        """The link's bound exchange with ``peer`` of ``message`` (the first ``nbytes`` of ``out``)
+        for ``inc``: one per (peer, nbytes) for the life of the engine, shared by the plans."""
+        key = (peer, nbytes)
+        pair = self._exchanges.get(key)
+        if pair is None:
+            pair = self._exchanges[key] = self.link.bind_sendrecv(peer, message, peer, self._inc_msg)
+        return pair
+
+    def _mismatch(self, step: int, ident: tuple) -> None:
+        """A core rank whose exchange ``step`` brought a different header: finish, then raise."""
+        self._merge(False, None, None, False, None, None)
+        self._disagree(step + 1, ident)
 
     def _disagree(self, step: int, ident: tuple) -> None:
         """A core rank that saw a mismatch: header-only exchanges from ``step`` on, then raise."""

@@ -1,6 +1,7 @@
 """The collective engine interface, the reduce operators, the point-to-point ``Link`` and the registry."""
 from __future__ import annotations
 
+import functools
 import pickle
 import sys
 import time
@@ -85,6 +86,10 @@ class DoneRequest(LinkRequest):
         return True
 
 
+def _nothing() -> None:
+    pass
+
+
 class Link:
     """Point-to-point messages between the ranks of one job: the one message layer of mxref.
 
@@ -126,6 +131,14 @@ class Link:
         """``sendrecv`` of buffers made ready by ``prepare`` (tag 0); links may skip per-call work."""
         self.sendrecv(send_peer, send_msg, recv_peer, recv_msg)
 
+    def bind_sendrecv(self, send_peer: int, send_msg: Any, recv_peer: int,
+                      recv_msg: Any) -> Tuple[Callable[[], None], Callable[[], None]]:
+        """``sendrecv_prepared`` of these four arguments as two callables without arguments, start
+        and finish, to call in that order: for a plan that repeats the same exchange every call.
+        The buffers must stay the same objects while the pair is in use (a link may make
+        persistent requests on them); this default sends and receives in ``start``."""
+        return functools.partial(self.sendrecv_prepared, send_peer, send_msg, recv_peer, recv_msg), _nothing
+
     def isend(self, peer: int, buf: np.ndarray, tag: int = 0) -> LinkRequest:
         """Start sending ``buf``; it must not change until the request's ``test()`` is True."""
         raise NotImplementedError(f"{type(self).__name__} has no non-blocking send")
@@ -162,6 +175,11 @@ class Engine:
     name = "base"
     rank: int = 0
     world_size: int = 1
+    # ``{(shape, dtype, op): plan}``: an engine that sets it (and has ``plan_allreduce(buf, op,
+    # key)``, which makes and stores a missing plan) lets the API call ``plan(buf)`` instead of
+    # ``allreduce`` for a C-contiguous, aligned, writeable numpy ``buf`` and no ``prepare_fun``:
+    # a plan is one call's set-up done once (``LinkEngine.plan_allreduce``).
+    plans: Optional[Dict[tuple, Callable[[np.ndarray], None]]] = None
 
     def allreduce(self, buf: np.ndarray, op: int, prepare_fun: Optional[Callable[[], None]] = None) -> None:
         raise NotImplementedError

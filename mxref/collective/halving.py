@@ -26,7 +26,7 @@ segment once and copies it.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -95,11 +95,14 @@ def _leave_core(link: Link, buf: np.ndarray) -> None:
         link.send(link.rank - 1, buf)
 
 
-def recursive_doubling(link: Link, buf: np.ndarray, ufunc: np.ufunc) -> None:
-    """Allreduce ``buf`` in place with ``ufunc`` in log2(p) whole-buffer exchanges (+2 off the core)."""
+def recursive_doubling(link: Link, buf: np.ndarray, ufunc: np.ufunc,
+                       tmp: Optional[np.ndarray] = None) -> None:
+    """Allreduce ``buf`` in place with ``ufunc`` in log2(p) whole-buffer exchanges (+2 off the core);
+    ``tmp``: a scratch array of ``buf``'s size and dtype (a plan keeps one; else one is made)."""
     if link.world_size == 1:
         return
-    tmp = np.empty_like(buf)
+    if tmp is None:
+        tmp = np.empty_like(buf)
     if not _enter_core(link, buf, ufunc, tmp):
         return
     for peer, peer_first in doubling_schedule(link.rank, link.world_size):

@@ -31,3 +31,15 @@ def test_every_algorithm_and_the_fused_check_match_mpi(n):
     proc = mpirun(n, ROOT / "tests/mpi_programs/collective_algorithms_check.py", 240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted(re.findall(r"rank (\d+) OK", proc.reports)) == [str(r) for r in range(n)]
+
+
+@needs_mpi
+@pytest.mark.parametrize("n, waiting", [(2, "1"), (4, "0"), (3, "1")])
+def test_both_ways_of_waiting_reduce_alike(n, waiting):
+    """The link waits by testing and yielding the core (MXREF_COLLECTIVE_YIELD=1, the default
+    with more ranks than cores) or in MPI's blocking calls (0): the same results, mismatches
+    named, either way."""
+    cmd = [*mpiexec(n), sys.executable, str(ROOT / "tests/mpi_programs/collective_algorithms_check.py")]
+    proc = run_reporting(cmd, 240, loopback_env(MXREF_COLLECTIVE_YIELD=waiting))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(re.findall(r"rank (\d+) OK", proc.reports)) == [str(r) for r in range(n)]

@@ -38,6 +38,14 @@ def sweep(table, check):
         everyone = comm.allgather(x.tobytes() + z.tobytes())
         if any(b != everyone[0] for b in everyone):
             sys.exit(f"rank {rank} {table} check={check}: ranks disagree bitwise at n={n}")
+    for shape in ((3, 5), (2, 3, 700)):  # shaped arrays, each signature's plan run three times
+        for it in range(3):
+            y = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) + rank + it
+            want = np.empty_like(y)
+            comm.Allreduce(y, want)
+            collective.allreduce(y, collective.SUM)
+            if y.tobytes() != want.tobytes():
+                sys.exit(f"rank {rank} {table} check={check}: shape {shape} call {it} differs from MPI")
     collective.finalize()
 
 
@@ -58,6 +66,32 @@ def mismatches():
     a = np.full(5, rank + 1.0)          # the engine is still usable afterwards
     collective.allreduce(a, "sum")
     assert (a == world * (world + 1) / 2).all()
+    for it in range(2):                 # a signature whose plan saw a mismatch, now agreed
+        b = np.full(10, rank + it, np.float64)
+        collective.allreduce(b, collective.SUM)
+        assert (b == world * (world - 1) / 2 + world * it).all(), b
+    try:                                # the fast path (an int op) names the odd rank too
+        collective.allreduce(np.zeros(11 if rank == last else 10), collective.SUM)
+        sys.exit(f"rank {rank}: mismatched count through an int op was not detected")
+    except MXNetError as exc:
+        assert f"ranks [{last}] disagree" in str(exc), str(exc)
+    collective.finalize()
+
+
+def persistent_cap():
+    """Past the link's cap on persistent requests, new sizes exchange without them, alike."""
+    collective.init("mpi")
+    link = collective._engine().link
+    link.MAX_PERSISTENT = 4
+    for n in range(1, 12):
+        x = np.arange(n, dtype=np.float64) * (rank + 1)
+        want = np.empty_like(x)
+        comm.Allreduce(x, want)
+        for _ in range(2):
+            y = x.copy()
+            collective.allreduce(y, collective.SUM)
+            assert y.tobytes() == want.tobytes(), (n, y, want)
+    assert len(link._persistent) <= 4, len(link._persistent)
     collective.finalize()
 
 
@@ -67,6 +101,7 @@ def main():
             sweep(table, check)
     if world > 1:
         mismatches()
+        persistent_cap()
     report(f"rank {rank} OK")
 
 
