@@ -65,7 +65,8 @@ def test_known_output_gives_data_its_batch():
                                  ("null", "write", "write")])
 def test_backward_side_by_side_equals_one_after_the_other(rng, monkeypatch, req):
     """With two operator threads and big GEMMs, dx and dW run side by side (each whole) and give
-    the same bits as the sequential split GEMMs; db is summed straight into its gradient."""
+    what the sequential split GEMMs give (the same bits at these sizes); db is summed straight
+    into its gradient; req 'add' and 'null' are honoured."""
     from mxref.ops import parallel  # noqa: PLC0415
     n, h, k = 6, 5, 7
     og = rng.standard_normal((n, h)).astype(np.float32)
