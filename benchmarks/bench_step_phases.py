@@ -16,6 +16,11 @@ speed disturbs less than separate processes do. ``--burn-us B`` adds B µs of Py
 the calling thread to every Module step (a third system, ``module+burn``), which shows what the
 calling thread's Python costs a step.
 
+``--push-overlap N`` shows what the GIL's switch interval does: N times, for imperative and
+hybridized Gluon, a block of 20 steps at Python's 5 ms interval and one at mxref's
+(``MXREF_GIL_SWITCH_US``), alternated; per block, how long the loop took to push the 20 steps and
+how many of the engine operations had finished by then (the rest ran after), medians.
+
 Run::
 
     .venv/bin/python benchmarks/bench_step_phases.py                 # MLP, 2 operator threads
@@ -24,6 +29,7 @@ Run::
     MXNET_ENGINE_TYPE=NaiveEngine OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
         .venv/bin/python benchmarks/bench_step_phases.py --steps 100 --op-cpu   # kernels' CPU
     ... --op-cpu --without-kernels Activation,_backward_Activation   # the same, numpy's relu
+    .venv/bin/python benchmarks/bench_step_phases.py --steps 0 --push-overlap 6
 """
 from __future__ import annotations
 
@@ -162,6 +168,52 @@ def compare_pairs(steps: dict, pairs: int, burn_us: float, block: int = 20) -> N
               f"(quartiles {q1:.3f}-{q3:.3f})")
 
 
+def push_overlap(steps: dict, blocks: int, block: int = 20) -> None:
+    """Operations finished while the loop pushed a block, at 5 ms and at mxref's switch interval."""
+    eng, mine = mx.engine.get(), sys.getswitchinterval()
+    original, done = eng.push_sync, []
+
+    def recording(fn, ctx, const_vars=(), mutable_vars=(), *args, **kwargs):
+        def timed(run_ctx, fn=fn):
+            try:
+                return fn(run_ctx)
+            finally:
+                done.append(time.perf_counter())
+        return original(timed, ctx, const_vars, mutable_vars, *args, **kwargs)
+
+    intervals = {"5 ms": 0.005, f"{mine * 1e6:.0f} µs": mine}
+    seen = collections.defaultdict(list)
+    eng.push_sync = recording
+    try:
+        for _ in range(blocks):
+            for api in ("imperative", "hybrid"):
+                step = steps[api]
+                for label, interval in intervals.items():
+                    sys.setswitchinterval(interval)
+                    for _, fn in step:
+                        fn()
+                    mx.nd.waitall()
+                    done.clear()
+                    t0 = time.perf_counter()
+                    for _ in range(block):
+                        for _, fn in step:
+                            fn()
+                    pushed = time.perf_counter()
+                    mx.nd.waitall()
+                    end = time.perf_counter()
+                    during = sum(1 for t in done if t <= pushed)
+                    seen[api, label].append((pushed - t0, during, len(done), end - t0))
+    finally:
+        del eng.push_sync
+        sys.setswitchinterval(mine)
+    print(f"{blocks} alternated blocks of {block} steps: ms to push them, operations finished by "
+          "then / all, ms to the end of the block (medians)")
+    for (api, label), rows in seen.items():
+        push, during, total, end = (statistics.median(col) for col in zip(*rows))
+        print(f"  {api:10} interval {label:>7}: pushed in {push * 1e3:6.1f} ms, {during:5.0f} / "
+              f"{total:.0f} operations done by then, block {end * 1e3:6.1f} ms")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="mlp", choices=sorted(bt.BATCH))
@@ -169,6 +221,8 @@ def main(argv=None) -> None:
     parser.add_argument("--pairs", type=int, default=0, help="alternated blocks, in-process comparison")
     parser.add_argument("--burn-us", type=float, default=0.0, help="Python busy loop added to Module's step")
     parser.add_argument("--op-cpu", action="store_true", help="also the CPU time of each engine operation")
+    parser.add_argument("--push-overlap", type=int, default=0, metavar="N",
+                        help="N blocks per GIL switch interval: operations finished while the loop pushed")
     parser.add_argument("--without-kernels", default="", metavar="OPS",
                         help="comma-separated ops whose 'cpu' fast kernels are dropped (a before run)")
     args = parser.parse_args(argv)
@@ -179,6 +233,8 @@ def main(argv=None) -> None:
     steps = make_steps(args.model)
     if args.pairs:
         compare_pairs(steps, args.pairs, args.burn_us)
+    if args.push_overlap:
+        push_overlap(steps, args.push_overlap)
     if not args.steps:
         return
     print(f"{args.model}: calling-thread CPU per phase (µs, median of {args.steps} steps), "

@@ -68,6 +68,8 @@ def info(file=None) -> dict:
     report["blas"] = "not a controllable OpenBLAS" if blas_threads is None else \
         f"OpenBLAS, {blas_threads} thread(s)" + (", GEMMs split over operator threads"
                                                  if parallel.SPLIT_GEMMS else "")
+    report["gil switch interval"] = f"{sys.getswitchinterval() * 1e6:.0f} µs" + \
+        (" (MXREF_GIL_SWITCH_US)" if parallel.GIL_SWITCH_INTERVAL is not None else " (Python's own)")
     for name, (path, reason) in sorted(loader.STATUS.items()):
         report[f"ext.{name}"] = f"{path} ({reason})"
     report["kernels"] = (f"reference only ({switch.reason()})" if switch.reference_only() else

@@ -7,10 +7,13 @@ worker) runs the first and a small shared pool runs the others. The pool's threa
 anything, so two engine workers calling at once cannot deadlock; they just share the threads.
 
 The thread count is ``MXNET_OMP_MAX_THREADS``, else ``OMP_NUM_THREADS``, else the number of CPUs.
+``run_concurrently`` runs a few independent calls (FullyConnected's two backward GEMMs) side by side
+instead of splitting each. Importing this module also shortens the GIL's switch interval (below).
 """
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
@@ -47,6 +50,31 @@ NUM_THREADS = _threads_from_env()
 SPLIT_GEMMS = NUM_THREADS > 1 and blas.split_enabled()
 if SPLIT_GEMMS:
     blas.set_num_threads(1)
+
+
+# --- the GIL's switch interval ---------------------------------------------------------------
+# A thread that wants the GIL while another runs Python waits up to ``sys.getswitchinterval()``
+# (CPython's default: 5 ms) before it may force a hand-over. An imperative training loop pushes a
+# whole block of steps ahead of the engine, all Python, while the worker and the operator threads
+# need the GIL for a few microseconds between their GEMMs: at 5 ms the worker all but stopped
+# while the loop pushed, and a core idled (the MLP of ``benchmarks/bench_training.py``, 20 steps
+# pushed in ~25 ms on a busy machine: 0-8 of their 400 kernel calls ran meanwhile at 5 ms, 30-90 at
+# 100 µs). MXNet's engine runs without the GIL; here the
+# interval goes down to ``MXREF_GIL_SWITCH_US`` (default 100 µs) at import, process-wide. Only a
+# contended GIL changes hands more often. ``0`` leaves the interpreter's own interval.
+
+def _switch_interval_from_env() -> Optional[float]:
+    value = os.environ.get("MXREF_GIL_SWITCH_US", "100").strip()
+    try:
+        micros = float(value)
+    except ValueError:
+        micros = 100.0
+    return micros * 1e-6 if micros > 0 else None
+
+
+GIL_SWITCH_INTERVAL = _switch_interval_from_env()
+if GIL_SWITCH_INTERVAL is not None:
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL + 5e-7)    # CPython keeps whole µs, rounded down
 
 
 def _get_pool(workers: int) -> ThreadPoolExecutor:
@@ -114,3 +142,29 @@ def parallel_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray
     else:
         parallel_for(n, lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), work_per_item=m * k)
     return out
+
+
+def run_concurrently(*calls: Callable[[], None]) -> None:
+    """Run ``calls`` side by side, the first on the calling thread and each other one on a pool
+    thread, and return when all are done; an exception from any is re-raised here.
+
+    For independent pieces of one operator that each use one thread (FullyConnected's ``dx`` and
+    ``dW`` GEMMs): one hand-off for all of them, each GEMM whole. The pieces must not call
+    ``parallel_for`` themselves: a pool thread never waits on the pool."""
+    if len(calls) == 1:
+        calls[0]()
+        return
+    futures = [_get_pool(len(calls) - 1).submit(c) for c in calls[1:]]
+    try:
+        calls[0]()
+    finally:
+        for f in futures:
+            f.result()
+
+
+def concurrent_gemms(*shapes) -> bool:
+    """Whether GEMMs of ``(m, k, n)`` ``shapes``, independent of each other, should run side by side
+    (each whole, ``run_concurrently``) rather than one after the other, each split: when there
+    are as many as operator threads, and each is big enough that it would have been split."""
+    return SPLIT_GEMMS and len(shapes) >= NUM_THREADS and \
+        all(m * k * n >= 2 * MIN_GEMM_PER_THREAD for m, k, n in shapes)

@@ -139,3 +139,54 @@ def test_a_forked_child_gets_a_pool_of_its_own(monkeypatch):
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_run_concurrently_runs_every_call_and_reraises():
+    """Every call runs (the first on the calling thread); an exception of any is raised after all finish."""
+    import threading  # noqa: PLC0415
+    seen = []
+    parallel.run_concurrently(lambda: seen.append(threading.get_ident()), lambda: seen.append("pool"))
+    assert sorted(map(str, seen)) == sorted([str(threading.get_ident()), "pool"])
+    done = []
+
+    def fail():
+        raise ValueError("boom")
+    with pytest.raises(ValueError, match="boom"):
+        parallel.run_concurrently(lambda: done.append(1), fail)
+    assert done == [1]
+    parallel.run_concurrently(lambda: done.append(2))
+    assert done == [1, 2]
+
+
+def test_concurrent_gemms_wants_enough_big_gemms(monkeypatch):
+    """Side by side only with GEMM splitting on, at least one GEMM per operator thread, each big."""
+    monkeypatch.setattr(parallel, "SPLIT_GEMMS", True)
+    monkeypatch.setattr(parallel, "NUM_THREADS", 2)
+    big = (128, 512, 512)
+    assert parallel.concurrent_gemms(big, big)
+    assert not parallel.concurrent_gemms(big, (128, 512, 10))
+    assert not parallel.concurrent_gemms(big)
+    monkeypatch.setattr(parallel, "NUM_THREADS", 4)
+    assert not parallel.concurrent_gemms(big, big)
+    monkeypatch.setattr(parallel, "NUM_THREADS", 2)
+    monkeypatch.setattr(parallel, "SPLIT_GEMMS", False)
+    assert not parallel.concurrent_gemms(big, big)
+
+
+@pytest.mark.parametrize("value,expected", [("100", 1e-4), ("20", 2e-5), ("0", None), ("junk", 1e-4),
+                                            ("", 1e-4)])
+def test_gil_switch_interval_from_env(monkeypatch, value, expected):
+    """``MXREF_GIL_SWITCH_US`` sets the interval in microseconds; 0 leaves the interpreter's own."""
+    monkeypatch.setenv("MXREF_GIL_SWITCH_US", value)
+    got = parallel._switch_interval_from_env()
+    assert got == pytest.approx(expected) if expected else got is None
+
+
+def test_import_shortens_the_gil_switch_interval():
+    """``import mxref`` sets the switch interval (default 100 µs); ``0`` keeps Python's 5 ms."""
+    code = "import sys, mxref; print(sys.getswitchinterval())"
+    for value, expected in (("100", 1e-4), ("0", 0.005)):
+        env = dict(os.environ, MXREF_GIL_SWITCH_US=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             check=True, timeout=120).stdout
+        assert float(out) == pytest.approx(expected)

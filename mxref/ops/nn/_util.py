@@ -64,12 +64,13 @@ def entry(node, index: int = 0) -> "_graph.NodeEntry":
     return _graph.NodeEntry(node, index, 0)
 
 
-def matmul_into(out: np.ndarray, req: str, a: np.ndarray, b: np.ndarray) -> None:
-    """``out (req)= a @ b`` without a temporary when writing into a contiguous output."""
+def matmul_into(out: np.ndarray, req: str, a: np.ndarray, b: np.ndarray, split: bool = True) -> None:
+    """``out (req)= a @ b`` without a temporary when writing into a contiguous output; ``split``
+    (2-D operands) lets the operator threads share it, ``False`` keeps it one BLAS call."""
     if req == "null":
         return
     if req != "add" and out.flags.c_contiguous and out.dtype == np.result_type(a, b):
-        parallel_matmul(a, b, out) if a.ndim == b.ndim == 2 else np.matmul(a, b, out=out)
+        parallel_matmul(a, b, out) if split and a.ndim == b.ndim == 2 else np.matmul(a, b, out=out)
     elif req == "add":
         out += a @ b
     else:

@@ -9,8 +9,9 @@ batch index)::
 Backward dependencies: ``_backward_FullyConnected`` takes ``(ograd, data, weight)``; the output is
 not needed, so the planner may free it after its consumers ran. Both directions are one GEMM each.
 
-Kernels: numpy only (the reference), its GEMMs split over the operator threads; no fast kernel is
-registered.
+Kernels: numpy only (the reference), its GEMMs split over the operator threads, except backward's
+``dx`` and ``dW``, which run side by side, each whole, when both are wanted and big (two operator
+threads); ``db`` is summed straight into its gradient. No fast kernel is registered.
 
 Second derivative: ``_backward_FullyConnected`` is linear in ``ograd`` and in each of ``data`` and
 ``weight``, so its gradient, for head gradients ``(gx, gW, gb)`` of its outputs ``(dx, dW, db)``,
@@ -22,8 +23,11 @@ is made of the same two operators::
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...base import MXNetError
 from ...graph import NodeEntry, make_node
+from ..parallel import concurrent_gemms, run_concurrently
 from ..registry import OpDef, Param, assign, register
 from ._util import backward_node, known, matmul_into, merge_shape, out_entries, uniform_type
 
@@ -75,11 +79,22 @@ def forward(octx, p, inputs, outputs, req):
 def backward(octx, p, inputs, outputs, req):
     og, data, w = inputs
     x = _as2d(p, data)
-    og2 = og.reshape(x.shape[0], w.shape[0])
-    matmul_into(outputs[0].reshape(x.shape), req[0], og2, w)
-    matmul_into(outputs[1], req[1], og2.T, x)
+    (n, k), h = x.shape, w.shape[0]
+    og2, dx = og.reshape(n, h), outputs[0].reshape(x.shape)
+    if req[0] != "null" and req[1] != "null" and concurrent_gemms((n, h, k), (h, n, k)):
+        # dx and dW are independent: side by side on the operator threads, each GEMM whole, is
+        # one hand-off instead of two and no GEMM cut into thinner, slower halves.
+        run_concurrently(lambda: matmul_into(outputs[1], req[1], og2.T, x, split=False),
+                         lambda: matmul_into(dx, req[0], og2, w, split=False))
+    else:
+        matmul_into(dx, req[0], og2, w)
+        matmul_into(outputs[1], req[1], og2.T, x)
     if not p["no_bias"]:
-        assign(outputs[2], req[2], og2.sum(axis=0))
+        db = outputs[2]
+        if req[2] in ("write", "inplace") and db.flags.c_contiguous and db.dtype == og2.dtype:
+            np.add.reduce(og2, axis=0, out=db)      # the column sum straight into the gradient
+        else:
+            assign(db, req[2], og2.sum(axis=0))
 
 
 def backward_shape(p, in_shapes):

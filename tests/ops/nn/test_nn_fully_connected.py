@@ -59,3 +59,41 @@ def test_known_output_gives_data_its_batch():
     assert out.simple_bind(mx.cpu(), x=(3, 8)).forward()[0].shape == (3, 8)
     seq = mx.sym.FullyConnected(mx.sym.zeros((0, 0, 4)), num_hidden=8, flatten=False) + mx.sym.var("y")
     assert seq.infer_shape(y=(2, 5, 8))[1] == [(2, 5, 8)]
+
+
+@pytest.mark.parametrize("req", [("write", "write", "write"), ("add", "write", "add"),
+                                 ("null", "write", "write")])
+def test_backward_side_by_side_equals_one_after_the_other(rng, monkeypatch, req):
+    """With two operator threads and big GEMMs, dx and dW run side by side (each whole) and give
+    what the sequential split GEMMs give (the same bits at these sizes); db is summed straight
+    into its gradient; req 'add' and 'null' are honoured."""
+    from mxref.ops import parallel  # noqa: PLC0415
+    n, h, k = 6, 5, 7
+    og = rng.standard_normal((n, h)).astype(np.float32)
+    x = rng.standard_normal((n, k)).astype(np.float32)
+    w = rng.standard_normal((h, k)).astype(np.float32)
+    p = OP.parse_params({"num_hidden": h})
+    bwd = registry.get("_backward_FullyConnected").fcompute
+    start = [rng.standard_normal(s).astype(np.float32) for s in ((n, k), (h, k), (h,))]
+    results = {}
+    for side_by_side in (False, True):
+        monkeypatch.setattr(parallel, "SPLIT_GEMMS", True)
+        monkeypatch.setattr(parallel, "NUM_THREADS", 2)
+        monkeypatch.setattr(parallel, "MIN_GEMM_PER_THREAD", 1 if side_by_side else 1 << 30)
+        calls = []
+        monkeypatch.setattr("mxref.ops.nn.fully_connected.run_concurrently",
+                            lambda *c, calls=calls: (calls.append(len(c)), parallel.run_concurrently(*c)))
+        outs = [s.copy() for s in start]
+        bwd(None, p, [og, x, w], outs, list(req))
+        assert calls == ([2] if side_by_side and req[0] != "null" else [])
+        results[side_by_side] = outs
+    for seq, par in zip(results[False], results[True]):
+        np.testing.assert_array_equal(seq, par)
+    expect_dx = og @ w + (start[0] if req[0] == "add" else 0)
+    expect_db = og.sum(0) + (start[2] if req[2] == "add" else 0)
+    if req[0] != "null":
+        np.testing.assert_allclose(results[True][0], expect_dx, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(results[True][0], start[0])
+    np.testing.assert_allclose(results[True][1], og.T @ x, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(results[True][2], expect_db, rtol=1e-5, atol=1e-5)
