@@ -188,6 +188,17 @@ def depthwise(p: dict, x: np.ndarray) -> bool:
     return p["num_group"] > 1 and x.shape[1] == p["num_group"]
 
 
+# The batch-innermost depthwise loops (``depthwise_2d_nlast``) win from a batch of this many samples
+# with output rows up to this wide (a CIFAR-sized MobileNet); wider rows vectorise along the row.
+BATCH_INNER_MIN_N = 4
+BATCH_INNER_MAX_WIDTH = 16
+
+
+def batch_inner(n: int, out_width: int) -> bool:
+    """Whether a depthwise Convolution of ``n`` samples runs its taps along the batch."""
+    return n >= BATCH_INNER_MIN_N and out_width <= BATCH_INNER_MAX_WIDTH
+
+
 def c_depthwise(p, inputs, outputs, req, geom) -> None:
     """Convolution's forward for depthwise filters: ``depthwise_2d`` over output channel ranges."""
     k, s, d, pd = geom
@@ -197,7 +208,8 @@ def c_depthwise(p, inputs, outputs, req, geom) -> None:
     direct = req[0] == "write" and outputs[0].flags.c_contiguous
     out = outputs[0] if direct else np.empty(outputs[0].shape, dtype=x.dtype)
     out4 = out.reshape(as_2d(out.shape, nd))
-    parallel_for(out4.shape[1], lambda lo, hi: C.depthwise_2d(x4, w4, out4, sh, sw, dh, dw, ph, pw, lo, hi),
+    kernel = C.depthwise_2d_nlast if batch_inner(x4.shape[0], out4.shape[3]) else C.depthwise_2d
+    parallel_for(out4.shape[1], lambda lo, hi: kernel(x4, w4, out4, sh, sw, dh, dw, ph, pw, lo, hi),
                  work_per_item=out4[:, 0].size * w4[0].size)
     if not p["no_bias"]:
         out4 += inputs[2].reshape(1, -1, 1, 1)
@@ -214,7 +226,9 @@ def c_depthwise_backward(p, inputs, outputs, req, geom) -> None:
     og4, x4, w4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, x, w))
     dx, dwt = np.empty_like(x4), np.empty_like(w4)
     want_dx, want_dw = int(req[0] != "null"), int(req[1] != "null")
-    parallel_for(x4.shape[1], lambda lo, hi: C.depthwise_2d_backward(
+    nlast = batch_inner(x4.shape[0], og4.shape[3])
+    kernel = C.depthwise_2d_backward_nlast if nlast else C.depthwise_2d_backward
+    parallel_for(x4.shape[1], lambda lo, hi: kernel(
         og4, x4, w4, dx, dwt, want_dx, want_dw, sh, sw, dh, dw, ph, pw, lo, hi),
         work_per_item=2 * og4[:, 0].size * w4[0].size)
     assign(outputs[0], req[0], dx.reshape(x.shape))
