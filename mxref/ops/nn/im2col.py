@@ -7,6 +7,7 @@ offset (``prod(kernel)`` numpy adds), never a Python loop over pixels.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -224,14 +225,18 @@ def c_depthwise_backward(p, inputs, outputs, req, geom) -> None:
     og, x, w, nd = inputs[0], inputs[1], inputs[2], len(k)
     _, _, sh, sw, dh, dw, ph, pw, _, _ = geometry_2d(k, s, d, pd, og.shape[2:])
     og4, x4, w4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, x, w))
-    dx, dwt = np.empty_like(x4), np.empty_like(w4)
+    # The data gradient straight into the output when it is written whole (no copy after).
+    direct = req[0] == "write" and outputs[0].flags.c_contiguous and outputs[0].dtype == x.dtype
+    dx = outputs[0].reshape(x4.shape) if direct else np.empty_like(x4)
+    dwt = np.empty_like(w4)
     want_dx, want_dw = int(req[0] != "null"), int(req[1] != "null")
     nlast = batch_inner(x4.shape[0], og4.shape[3])
     kernel = C.depthwise_2d_backward_nlast if nlast else C.depthwise_2d_backward
     parallel_for(x4.shape[1], lambda lo, hi: kernel(
         og4, x4, w4, dx, dwt, want_dx, want_dw, sh, sw, dh, dw, ph, pw, lo, hi),
         work_per_item=2 * og4[:, 0].size * w4[0].size)
-    assign(outputs[0], req[0], dx.reshape(x.shape))
+    if not direct:
+        assign(outputs[0], req[0], dx.reshape(x.shape))
     assign(outputs[1], req[1], dwt.reshape(w.shape))
     if not p["no_bias"]:
         assign(outputs[2], req[2], og4.sum(axis=(0, 2, 3)))
@@ -268,7 +273,7 @@ MIN_PER_SAMPLE_POSITIONS = 16
 
 def per_sample(p: dict, x: np.ndarray, out_shape) -> bool:
     """Whether ``per_sample_forward`` takes a one-group Convolution with large outputs."""
-    return p["num_group"] == 1 and int(np.prod(out_shape)) >= MIN_PER_SAMPLE_POSITIONS
+    return p["num_group"] == 1 and math.prod(out_shape) >= MIN_PER_SAMPLE_POSITIONS
 
 
 def per_sample_forward(p, inputs, outputs, req, geom) -> None:
