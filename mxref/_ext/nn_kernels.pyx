@@ -506,3 +506,15 @@ def depthwise_2d_backward_nlast(const floating[:, :, :, ::1] og, const floating[
     free(G)
     free(acc)
     free(total)
+
+
+def clip_backward(const floating[::1] g, const floating[::1] x, floating[::1] dx, double a_min,
+                  double a_max, Py_ssize_t lo, Py_ssize_t hi):
+    """``dx = g * [a_min <= x <= a_max]`` on ``[lo, hi)`` (``_backward_clip``; ReLU6's gradient),
+    the bounds in ``x``'s precision and a real multiply by 1 or 0, as numpy's
+    ``g * ((x >= a_min) & (x <= a_max))`` has them. ``dx`` may be ``g`` (in place)."""
+    cdef Py_ssize_t i
+    cdef floating one = 1, zero = 0, fmin = <floating> a_min, fmax = <floating> a_max
+    with nogil:
+        for i in range(lo, hi):
+            dx[i] = g[i] * (one if (x[i] >= fmin and x[i] <= fmax) else zero)
