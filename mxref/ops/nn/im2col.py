@@ -266,6 +266,32 @@ def pointwise_forward(p, inputs, outputs, req) -> None:
         assign(out, req[0], res)
 
 
+def pointwise_backward(p, inputs, outputs, req) -> None:
+    """A ``pointwise`` Convolution's gradients over large outputs on the operator threads: the
+    data gradient per sample straight into the output (``W^T @ dout[n]``), the weight gradient
+    by ranges of filters (``sum_n dout[n, rows] @ x[n]^T``, each filter's sum over samples in
+    one order, whatever the split), the bias gradient ``sum dout``."""
+    og, x, w = inputs[0], inputs[1], inputs[2]
+    (n, c), f = x.shape[:2], og.shape[1]
+    og3, x3 = np.ascontiguousarray(og).reshape(n, f, -1), np.ascontiguousarray(x).reshape(n, c, -1)
+    w2 = w.reshape(f, c)
+    if req[1] != "null":
+        dw, xt = np.empty((f, c), dtype=og.dtype), x3.swapaxes(1, 2)
+        parallel_for(f, lambda lo, hi: np.sum(np.matmul(og3[:, lo:hi], xt), axis=0, out=dw[lo:hi]),
+                     work_per_item=x3.size)
+        assign(outputs[1], req[1], dw.reshape(w.shape))
+    if req[0] != "null":
+        direct = req[0] == "write" and outputs[0].flags.c_contiguous and outputs[0].dtype == og.dtype
+        dx3 = outputs[0].reshape(x3.shape) if direct else np.empty(x3.shape, dtype=og.dtype)
+        wt = w2.T
+        parallel_for(n, lambda lo, hi: np.matmul(wt, og3[lo:hi], out=dx3[lo:hi]),
+                     work_per_item=w2.size * og3.shape[2])
+        if not direct:
+            assign(outputs[0], req[0], dx3.reshape(x.shape))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og3.sum(axis=(0, 2)))
+
+
 # A sample's output smaller than this (positions) goes to the whole-batch GEMM instead: per-sample
 # GEMMs of a few columns would run at matrix-vector speed.
 MIN_PER_SAMPLE_POSITIONS = 16

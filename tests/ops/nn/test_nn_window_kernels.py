@@ -201,13 +201,18 @@ def test_depthwise_convolution_c_equals_numpy(rng, nd, stride, pad, dilate, mult
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_pointwise_convolution_c_equals_numpy(rng, bias, dtype):
-    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,))):
+    """1x1 filters: forward, and the gradients over large outputs (per-sample GEMMs on the
+    operator threads) and small ones (whole-batch GEMMs), every req."""
+    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,)), ((3, 5, 20), (1,))):
         x = rng.standard_normal(xs).astype(dtype)
         w = rng.standard_normal((7, 5) + k).astype(dtype)
         ins = [x, w] + ([rng.standard_normal(7).astype(dtype)] if bias else [])
         p = dict(kernel=k, num_filter=7, no_bias=not bias)
-        check_kernels("Convolution", ins, p)
+        y = check_kernels("Convolution", ins, p)["reference"][0]
         check_kernels("Convolution", ins, p, req="add")
+        og = rng.standard_normal(y.shape).astype(dtype)
+        for req in (["write"] * 3, ["add"] * 3, ["null", "write", "add"], ["add", "null", "write"]):
+            check_kernels("_backward_Convolution", [og, x, w], p, req=req[:len(ins)])
 
 
 @needs_ext
