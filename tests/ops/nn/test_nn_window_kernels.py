@@ -203,7 +203,9 @@ def test_depthwise_convolution_c_equals_numpy(rng, nd, stride, pad, dilate, mult
 def test_pointwise_convolution_c_equals_numpy(rng, bias, dtype):
     """1x1 filters: forward, and the gradients over large outputs (per-sample GEMMs on the
     operator threads) and small ones (whole-batch GEMMs), every req."""
-    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,)), ((3, 5, 20), (1,))):
+    # outputs of 1 position (one (N, C) @ (C, F) GEMM), a few (a whole-batch GEMM), 36 (per sample)
+    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,)), ((3, 5, 20), (1,)), ((3, 5, 1, 1), (1, 1)),
+                  ((3, 5, 6, 6), (1, 1))):
         x = rng.standard_normal(xs).astype(dtype)
         w = rng.standard_normal((7, 5) + k).astype(dtype)
         ins = [x, w] + ([rng.standard_normal(7).astype(dtype)] if bias else [])
