@@ -138,6 +138,7 @@ def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_sha
 # reference (and the only path for 3-D windows, float16 and every other layout).
 # ---------------------------------------------------------------------------------------------
 C = loader.load("nn_kernels", "Convolution/Pooling window kernels")
+_HAS_NLAST = hasattr(C, "depthwise_2d_nlast")
 C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -196,8 +197,9 @@ BATCH_INNER_MAX_WIDTH = 16
 
 
 def batch_inner(n: int, out_width: int) -> bool:
-    """Whether a depthwise Convolution of ``n`` samples runs its taps along the batch."""
-    return n >= BATCH_INNER_MIN_N and out_width <= BATCH_INNER_MAX_WIDTH
+    """Whether a depthwise Convolution of ``n`` samples runs its taps along the batch (an
+    nn_kernels built before those loops existed keeps the row loops until it is rebuilt)."""
+    return n >= BATCH_INNER_MIN_N and out_width <= BATCH_INNER_MAX_WIDTH and _HAS_NLAST
 
 
 def c_depthwise(p, inputs, outputs, req, geom) -> None:
