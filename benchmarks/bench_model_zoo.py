@@ -22,6 +22,8 @@ Run::
 
     python benchmarks/bench_model_zoo.py                       # both models, both workloads, T=2
     python benchmarks/bench_model_zoo.py --models resnet18_v1 --modes train --rounds 3
+    MXREF_BASELINE_ROOT=/path/to/other/checkout python benchmarks/bench_model_zoo.py \
+        --systems mxref base mxnet     # ``base``: mxref imported from that checkout (before/after)
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ import sys
 from bench_common import MXNET_PY, import_system, interleaved_runs, time_steps
 
 TORCH_PY = os.environ.get("TORCH213_PYTHON", "/work/venvs/torch213/bin/python")
+BASELINE = os.environ.get("MXREF_BASELINE_ROOT")
 MODELS = ("resnet18_v1", "mobilenetv2_1.0")
 BATCH = 32
 SHAPE = {"infer": (3, 224, 224), "train": (3, 32, 32)}
@@ -144,6 +147,10 @@ def run_torch(model, mode, iters, repeats, threads):
 def worker(a) -> None:
     if a.worker == "torch":
         rates = run_torch(a.model, a.mode, a.iters, a.repeats, a.threads)
+    elif a.worker == "base":
+        sys.path.insert(0, BASELINE)
+        import mxref  # noqa: PLC0415 - from the baseline checkout, first on sys.path just above
+        rates = run_gluon(mxref, a.model, a.mode, a.iters, a.repeats)
     else:
         rates = run_gluon(import_system(a.worker), a.model, a.mode, a.iters, a.repeats)
     print(json.dumps(rates))
@@ -154,12 +161,12 @@ def main(argv=None):
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
     ap.add_argument("--modes", nargs="*", default=["infer", "train"], choices=sorted(SHAPE))
     ap.add_argument("--systems", nargs="*", default=["mxref", "mxnet", "torch"],
-                    choices=["mxref", "mxnet", "torch"])
+                    choices=["mxref", "base", "mxnet", "torch"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=0, help="steps per timed block (default per mode)")
     ap.add_argument("--repeats", type=int, default=3, help="timed blocks per run")
     ap.add_argument("--rounds", type=int, default=3, help="runs of each system, taking turns")
-    ap.add_argument("--worker", choices=["mxref", "mxnet", "torch"], help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=["mxref", "base", "mxnet", "torch"], help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -169,7 +176,9 @@ def main(argv=None):
     t = str(a.threads)
     env = dict(os.environ, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t, MKL_NUM_THREADS=t,
                MXNET_CPU_WORKER_NTHREADS="1")
-    pythons = {"mxref": sys.executable, "mxnet": MXNET_PY, "torch": TORCH_PY}
+    if "base" in a.systems and not BASELINE:
+        ap.error("--systems base needs MXREF_BASELINE_ROOT (the checkout to compare with)")
+    pythons = {"mxref": sys.executable, "base": sys.executable, "mxnet": MXNET_PY, "torch": TORCH_PY}
     systems = [(s, pythons[s]) for s in a.systems]
     print(f"samples/s, batch {BATCH}, {a.threads} thread(s), median of {a.repeats} blocks x "
           f"{a.rounds} rounds; load average {os.getloadavg()[0]:.1f}")

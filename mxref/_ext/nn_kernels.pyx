@@ -327,3 +327,194 @@ def relu_backward(const floating[::1] g, const floating[::1] y, floating[::1] dx
     with nogil:
         for i in range(lo, hi):
             dx[i] = g[i] * (one if y[i] > 0 else zero)
+
+
+# --- depthwise convolution, batch innermost (small planes: MobileNet's 16x16 .. 1x1) -------------
+# The loops above run along an output row, which is 2-8 wide in a CIFAR-sized MobileNet: the loop
+# overhead and the padding checks then cost more than the multiply-adds. These gather one channel
+# of every sample into a zero-padded buffer ``P[row, col, n]`` (the batch innermost), so every tap
+# becomes one contiguous, bounds-free loop over the batch that the compiler vectorises, and scatter
+# the result back. Same work split (output or input channels per call), so the bits do not depend
+# on the thread count.
+
+cdef inline void _gather_nlast(const floating* src, floating* buf, Py_ssize_t N, Py_ssize_t stride,
+                               Py_ssize_t H, Py_ssize_t W, Py_ssize_t Wb, Py_ssize_t ph,
+                               Py_ssize_t pw) noexcept nogil:
+    """``buf[((r + ph) * Wb + q + pw) * N + n] = src[n * stride + r * W + q]`` (the rest untouched)."""
+    cdef Py_ssize_t n, r, q
+    cdef const floating* s
+    cdef floating* d
+    for n in range(N):
+        s = src + n * stride
+        for r in range(H):
+            d = buf + ((r + ph) * Wb + pw) * N + n
+            for q in range(W):
+                d[q * N] = s[r * W + q]
+
+
+cdef inline void _scatter_nlast(const floating* buf, floating* dst, Py_ssize_t N, Py_ssize_t stride,
+                                Py_ssize_t H, Py_ssize_t W, Py_ssize_t Wb, Py_ssize_t ph,
+                                Py_ssize_t pw) noexcept nogil:
+    """The inverse of ``_gather_nlast``: ``dst[n * stride + r * W + q] = buf[...]``."""
+    cdef Py_ssize_t n, r, q
+    cdef const floating* s
+    cdef floating* d
+    for n in range(N):
+        d = dst + n * stride
+        for r in range(H):
+            s = buf + ((r + ph) * Wb + pw) * N + n
+            for q in range(W):
+                d[r * W + q] = s[q * N]
+
+
+cdef inline Py_ssize_t _span(Py_ssize_t size, Py_ssize_t out, Py_ssize_t k, Py_ssize_t s,
+                             Py_ssize_t d, Py_ssize_t p) noexcept nogil:
+    """Rows (or columns) of the padded buffer: every tap's reach and the whole input after ``p``."""
+    return max((out - 1) * s + (k - 1) * d + 1, size + p)
+
+
+def depthwise_2d_nlast(const floating[:, :, :, ::1] x, const floating[:, :, :, ::1] w,
+                       floating[:, :, :, ::1] out, int sh, int sw, int dh, int dw, int ph, int pw,
+                       int f0, int f1):
+    """``depthwise_2d`` (the same sums, each in tap order) with the batch innermost."""
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t kh = w.shape[2], kw = w.shape[3], F = out.shape[1], oh = out.shape[2], ow = out.shape[3]
+    cdef Py_ssize_t m = F // C, Hb = _span(H, oh, kh, sh, dh, ph), Wb = _span(W, ow, kw, sw, dw, pw)
+    cdef Py_ssize_t f, c, prev = -1, n, oy, ox, ki, kj, i
+    cdef floating wv
+    cdef floating* dst
+    cdef const floating* src
+    if f1 <= f0 or N == 0:
+        return
+    cdef floating* P = <floating*> malloc(Hb * Wb * N * sizeof(floating))
+    cdef floating* O = <floating*> malloc(oh * ow * N * sizeof(floating))
+    if P == NULL or O == NULL:
+        free(P)
+        free(O)
+        raise MemoryError("depthwise_2d_nlast: buffers")
+    with nogil:
+        for i in range(Hb * Wb * N):
+            P[i] = 0
+        for f in range(f0, f1):
+            c = f // m
+            if c != prev:
+                _gather_nlast(&x[0, c, 0, 0], P, N, C * H * W, H, W, Wb, ph, pw)
+                prev = c
+            for oy in range(oh):
+                for ox in range(ow):
+                    dst = O + (oy * ow + ox) * N
+                    for n in range(N):
+                        dst[n] = 0
+                    for ki in range(kh):
+                        for kj in range(kw):
+                            wv = w[f, 0, ki, kj]
+                            src = P + ((oy * sh + ki * dh) * Wb + ox * sw + kj * dw) * N
+                            for n in range(N):
+                                dst[n] += wv * src[n]
+            _scatter_nlast(O, &out[0, f, 0, 0], N, F * oh * ow, oh, ow, ow, 0, 0)
+    free(P)
+    free(O)
+
+
+# Output positions summed in the working precision before a weight gradient's partial sums go to
+# the double total (a float32 sum of a few hundred products stays well inside the kernel's 1e-4).
+cdef enum:
+    _FLUSH_POSITIONS = 256
+
+
+def depthwise_2d_backward_nlast(const floating[:, :, :, ::1] og, const floating[:, :, :, ::1] x,
+                                const floating[:, :, :, ::1] w, floating[:, :, :, ::1] dx,
+                                floating[:, :, :, ::1] dwt, int want_dx, int want_dw, int sh, int sw,
+                                int dh, int dw, int ph, int pw, int c0, int c1):
+    """``depthwise_2d_backward`` with the batch innermost: one pass over the output positions
+    adds each tap's ``w * dout`` into the padded data gradient and ``dout * x`` into per-sample
+    weight sums (working precision, moved to a double total every ``_FLUSH_POSITIONS``)."""
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3]
+    cdef Py_ssize_t kh = w.shape[2], kw = w.shape[3], F = og.shape[1], oh = og.shape[2], ow = og.shape[3]
+    cdef Py_ssize_t m = F // C, Hb = _span(H, oh, kh, sh, dh, ph), Wb = _span(W, ow, kw, sw, dw, pw)
+    cdef Py_ssize_t K = kh * kw, c, j, f, n, oy, ox, ki, kj, k, i, idx, since = 0
+    cdef floating wv
+    cdef double part
+    cdef const floating* g
+    cdef const floating* p
+    cdef floating* d
+    cdef floating* a
+    if c1 <= c0 or N == 0:
+        return
+    cdef floating* P = <floating*> malloc(Hb * Wb * N * sizeof(floating))
+    cdef floating* D = <floating*> malloc(Hb * Wb * N * sizeof(floating))
+    cdef floating* G = <floating*> malloc(oh * ow * N * sizeof(floating))
+    cdef floating* acc = <floating*> malloc(K * N * sizeof(floating))
+    cdef double* total = <double*> malloc(K * sizeof(double))
+    if P == NULL or D == NULL or G == NULL or acc == NULL or total == NULL:
+        free(P)
+        free(D)
+        free(G)
+        free(acc)
+        free(total)
+        raise MemoryError("depthwise_2d_backward_nlast: buffers")
+    with nogil:
+        for i in range(Hb * Wb * N):
+            P[i] = 0
+        for c in range(c0, c1):
+            if want_dw:
+                _gather_nlast(&x[0, c, 0, 0], P, N, C * H * W, H, W, Wb, ph, pw)
+            if want_dx:
+                for i in range(Hb * Wb * N):
+                    D[i] = 0
+            for j in range(m):
+                f = c * m + j
+                _gather_nlast(&og[0, f, 0, 0], G, N, F * oh * ow, oh, ow, ow, 0, 0)
+                for i in range(K * N):
+                    acc[i] = 0
+                for k in range(K):
+                    total[k] = 0
+                since = 0
+                for oy in range(oh):
+                    for ox in range(ow):
+                        g = G + (oy * ow + ox) * N
+                        for ki in range(kh):
+                            for kj in range(kw):
+                                idx = ((oy * sh + ki * dh) * Wb + ox * sw + kj * dw) * N
+                                if want_dx:
+                                    wv = w[f, 0, ki, kj]
+                                    d = D + idx
+                                    for n in range(N):
+                                        d[n] += wv * g[n]
+                                if want_dw:
+                                    p = P + idx
+                                    a = acc + (ki * kw + kj) * N
+                                    for n in range(N):
+                                        a[n] += g[n] * p[n]
+                        since += 1
+                        if want_dw and (since == _FLUSH_POSITIONS or (oy == oh - 1 and ox == ow - 1)):
+                            for k in range(K):
+                                part = 0
+                                for n in range(N):
+                                    part += acc[k * N + n]
+                                    acc[k * N + n] = 0
+                                total[k] += part
+                            since = 0
+                if want_dw:
+                    for ki in range(kh):
+                        for kj in range(kw):
+                            dwt[f, 0, ki, kj] = <floating> total[ki * kw + kj]
+            if want_dx:
+                _scatter_nlast(D, &dx[0, c, 0, 0], N, C * H * W, H, W, Wb, ph, pw)
+    free(P)
+    free(D)
+    free(G)
+    free(acc)
+    free(total)
+
+
+def clip_backward(const floating[::1] g, const floating[::1] x, floating[::1] dx, double a_min,
+                  double a_max, Py_ssize_t lo, Py_ssize_t hi):
+    """``dx = g * [a_min <= x <= a_max]`` on ``[lo, hi)`` (``_backward_clip``; ReLU6's gradient),
+    the bounds in ``x``'s precision and a real multiply by 1 or 0, as numpy's
+    ``g * ((x >= a_min) & (x <= a_max))`` has them. ``dx`` may be ``g`` (in place)."""
+    cdef Py_ssize_t i
+    cdef floating one = 1, zero = 0, fmin = <floating> a_min, fmax = <floating> a_max
+    with nogil:
+        for i in range(lo, hi):
+            dx[i] = g[i] * (one if (x[i] >= fmin and x[i] <= fmax) else zero)

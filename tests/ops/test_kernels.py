@@ -96,6 +96,22 @@ CASES["Activation"] = _relu_case
 CASES["_backward_Activation"] = _relu_backward_case
 
 
+# -- clip's gradient in C (ReLU6, mxref/ops/indexing.py)
+
+def _clip_backward_case(rng, dtype="float32"):
+    # x on and beside the bounds (0.1 rounds differently in float32), NaN x (no gradient), and
+    # NaN / inf / negative g where the mask is 0 (NaN, NaN, -0.0)
+    x = rng.uniform(-1, 7, (5, 8)).astype(dtype)
+    x.flat[:6] = [0.1, np.nextafter(np.asarray(0.1, dtype), 0), 6.0, np.nan, -np.inf, np.inf]
+    g = rng.standard_normal(x.shape).astype(dtype)
+    g.flat[6:9] = [np.nan, np.inf, -2.0]
+    x.flat[6:9] = -1.0
+    return [g, x], {"a_min": 0.1, "a_max": 6.0}
+
+
+CASES["_backward_clip"] = _clip_backward_case
+
+
 def test_every_cpu_kernel_has_a_comparison_case():
     """Registering a fast kernel means adding its case to ``CASES``."""
     missing = sorted({k.op for k in registry.list_kernels(device_type="cpu")} - set(CASES))
@@ -384,6 +400,21 @@ def test_relu_kernels_split_over_threads_match(monkeypatch):
     (x,), p = _relu_case(rng)
     check_kernels("Activation", [x], p)
     check_kernels("_backward_Activation", _relu_backward_case(rng)[0], p)
+
+
+def test_clip_backward_kernel_split_over_threads(monkeypatch):
+    """ReLU6's gradient in C, cut into flat ranges over the operator threads: the same bits."""
+    from mxref.ops import parallel
+    if not registry.list_kernels("_backward_clip", "cpu"):
+        pytest.skip("no clip kernel (extension not built or MXREF_ENABLE_EXT=0)")
+    monkeypatch.setattr(parallel, "MIN_ELEMENTS_PER_THREAD", 8)
+    monkeypatch.setattr(parallel, "NUM_THREADS", 3)
+    inputs, p = _clip_backward_case(np.random.default_rng(3))
+    check_kernels("_backward_clip", inputs, p)
+    # what it declines goes to numpy: 'add', float16, strided arrays
+    check_kernels("_backward_clip", inputs, p, req="add", expect_fast=False)
+    check_kernels("_backward_clip", [a.astype("float16") for a in inputs], p, expect_fast=False)
+    check_kernels("_backward_clip", [np.asfortranarray(a) for a in inputs], p, expect_fast=False)
 
 
 # NOTE: last in the file: ``sorted(CASES)`` is read when the decorator runs, so a case added to

@@ -26,6 +26,8 @@ data, sums in double precision, channel ranges on the operator threads) are the 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..._ext import loader
@@ -136,9 +138,17 @@ def backward(octx, p, inputs, outputs, req):
     assign(outputs[2], req[2], sum_g)
 
 
-def gradient(node, ograds):
-    ins = [ograds[0], node.inputs[0], node.inputs[1], entry(node, 1), entry(node, 2)]
-    return out_entries(backward_node(node, "_backward_BatchNorm", ins), 3) + [None, None]
+def gradient_to(backward_op: str):
+    """The ``gradient`` of a BatchNorm card whose backward op is ``backward_op``: it takes
+    ``(ograd, data, gamma, mean, var-output)`` and gives data, gamma and beta gradients (the
+    auxiliary moving statistics get none)."""
+    def gradient(node, ograds):
+        ins = [ograds[0], node.inputs[0], node.inputs[1], entry(node, 1), entry(node, 2)]
+        return out_entries(backward_node(node, backward_op, ins), 3) + [None, None]
+    return gradient
+
+
+gradient = gradient_to("_backward_BatchNorm")
 
 
 BATCH_NORM = register(OpDef("BatchNorm", forward, arguments=["data", "gamma", "beta"],
@@ -162,7 +172,7 @@ _C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _as_ncs(p, a):
     """``a`` viewed as ``(before, C, after)`` around the channel axis (contiguous)."""
     ax = p["axis"] % a.ndim
-    return np.ascontiguousarray(a).reshape(int(np.prod(a.shape[:ax])), a.shape[ax], -1)
+    return np.ascontiguousarray(a).reshape(math.prod(a.shape[:ax]), a.shape[ax], -1)
 
 
 def _c_takes(p, inputs, outputs, req) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..registry import OpDef, register
 from . import batch_norm as _bn
-from ._util import backward_node, entry, out_entries, uniform_type
+from ._util import uniform_type
 
 PARAMS = {k: v for k, v in _bn.PARAMS.items()
           if k not in ("axis", "cudnn_off", "min_calib_range", "max_calib_range")}
@@ -39,16 +39,11 @@ def infer_shape(p, in_shapes):
     return _bn.infer_shape(_with_axis(p), in_shapes)
 
 
-def gradient(node, ograds):
-    ins = [ograds[0], node.inputs[0], node.inputs[1], entry(node, 1), entry(node, 2)]
-    return out_entries(backward_node(node, "_backward_BatchNorm_v1", ins), 3) + [None, None]
-
-
 _V1 = register(OpDef("BatchNorm_v1", forward, arguments=["data", "gamma", "beta"],
                      aux_states=["moving_mean", "moving_var"], outputs=["output", "mean", "var"],
                      num_visible_outputs=lambda p: 3 if p["output_mean_var"] else 1, params=PARAMS,
-                     infer_shape=infer_shape, infer_type=uniform_type(3), gradient=gradient,
-                     doc=__doc__))
+                     infer_shape=infer_shape, infer_type=uniform_type(3),
+                     gradient=_bn.gradient_to("_backward_BatchNorm_v1"), doc=__doc__))
 _V1.input_var_attrs = _bn.BATCH_NORM.input_var_attrs
 register(OpDef("_backward_BatchNorm_v1", backward, arguments=["ograd", "data", "gamma", "mean", "var"],
                outputs=["data", "gamma", "beta"], params=PARAMS, infer_type=uniform_type(3),

@@ -330,7 +330,9 @@ def _c_backward(octx, p, inputs, outputs, req):
         return None
     if im2col.depthwise(p, x):
         return im2col.c_depthwise_backward(p, inputs, outputs, req, geom)
-    if im2col.pointwise(p, *geom[:2], geom[3]) and not im2col.per_sample(p, x, og.shape[2:]):
+    if im2col.pointwise(p, *geom[:2], geom[3]):
+        if im2col.per_sample(p, x, og.shape[2:]):
+            return im2col.pointwise_backward(p, inputs, outputs, req)
         return _c_pointwise_backward_small(p, inputs, outputs, req)
     if req[0] != "null" and winograd.applies(p, geom, og.shape, w.shape[1::-1], x.shape[2:], og.dtype):
         winograd.data_grad(og, w, geom[3], outputs[0], req[0])

@@ -7,6 +7,7 @@ offset (``prod(kernel)`` numpy adds), never a Python loop over pixels.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -14,7 +15,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..._ext import loader
 from ...base import MXNetError
-from ..parallel import parallel_for
+from ..parallel import parallel_for, parallel_matmul
 from ..registry import assign
 
 
@@ -137,6 +138,7 @@ def conv_col2im(dcols: np.ndarray, x_shape, kernel, stride, dilate, pad, out_sha
 # reference (and the only path for 3-D windows, float16 and every other layout).
 # ---------------------------------------------------------------------------------------------
 C = loader.load("nn_kernels", "Convolution/Pooling window kernels")
+_HAS_NLAST = hasattr(C, "depthwise_2d_nlast")
 C_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -188,6 +190,18 @@ def depthwise(p: dict, x: np.ndarray) -> bool:
     return p["num_group"] > 1 and x.shape[1] == p["num_group"]
 
 
+# The batch-innermost depthwise loops (``depthwise_2d_nlast``) win from a batch of this many samples
+# with output rows up to this wide (a CIFAR-sized MobileNet); wider rows vectorise along the row.
+BATCH_INNER_MIN_N = 4
+BATCH_INNER_MAX_WIDTH = 16
+
+
+def batch_inner(n: int, out_width: int) -> bool:
+    """Whether a depthwise Convolution of ``n`` samples runs its taps along the batch (an
+    nn_kernels built before those loops existed keeps the row loops until it is rebuilt)."""
+    return n >= BATCH_INNER_MIN_N and out_width <= BATCH_INNER_MAX_WIDTH and _HAS_NLAST
+
+
 def c_depthwise(p, inputs, outputs, req, geom) -> None:
     """Convolution's forward for depthwise filters: ``depthwise_2d`` over output channel ranges."""
     k, s, d, pd = geom
@@ -197,7 +211,8 @@ def c_depthwise(p, inputs, outputs, req, geom) -> None:
     direct = req[0] == "write" and outputs[0].flags.c_contiguous
     out = outputs[0] if direct else np.empty(outputs[0].shape, dtype=x.dtype)
     out4 = out.reshape(as_2d(out.shape, nd))
-    parallel_for(out4.shape[1], lambda lo, hi: C.depthwise_2d(x4, w4, out4, sh, sw, dh, dw, ph, pw, lo, hi),
+    kernel = C.depthwise_2d_nlast if batch_inner(x4.shape[0], out4.shape[3]) else C.depthwise_2d
+    parallel_for(out4.shape[1], lambda lo, hi: kernel(x4, w4, out4, sh, sw, dh, dw, ph, pw, lo, hi),
                  work_per_item=out4[:, 0].size * w4[0].size)
     if not p["no_bias"]:
         out4 += inputs[2].reshape(1, -1, 1, 1)
@@ -212,12 +227,18 @@ def c_depthwise_backward(p, inputs, outputs, req, geom) -> None:
     og, x, w, nd = inputs[0], inputs[1], inputs[2], len(k)
     _, _, sh, sw, dh, dw, ph, pw, _, _ = geometry_2d(k, s, d, pd, og.shape[2:])
     og4, x4, w4 = (np.ascontiguousarray(a, dtype=x.dtype).reshape(as_2d(a.shape, nd)) for a in (og, x, w))
-    dx, dwt = np.empty_like(x4), np.empty_like(w4)
+    # The data gradient straight into the output when it is written whole (no copy after).
+    direct = req[0] == "write" and outputs[0].flags.c_contiguous and outputs[0].dtype == x.dtype
+    dx = outputs[0].reshape(x4.shape) if direct else np.empty_like(x4)
+    dwt = np.empty_like(w4)
     want_dx, want_dw = int(req[0] != "null"), int(req[1] != "null")
-    parallel_for(x4.shape[1], lambda lo, hi: C.depthwise_2d_backward(
+    nlast = batch_inner(x4.shape[0], og4.shape[3])
+    kernel = C.depthwise_2d_backward_nlast if nlast else C.depthwise_2d_backward
+    parallel_for(x4.shape[1], lambda lo, hi: kernel(
         og4, x4, w4, dx, dwt, want_dx, want_dw, sh, sw, dh, dw, ph, pw, lo, hi),
         work_per_item=2 * og4[:, 0].size * w4[0].size)
-    assign(outputs[0], req[0], dx.reshape(x.shape))
+    if not direct:
+        assign(outputs[0], req[0], dx.reshape(x.shape))
     assign(outputs[1], req[1], dwt.reshape(w.shape))
     if not p["no_bias"]:
         assign(outputs[2], req[2], og4.sum(axis=(0, 2, 3)))
@@ -242,9 +263,58 @@ def pointwise_forward(p, inputs, outputs, req) -> None:
         np.matmul(w2, x3[lo:hi], out=r3[lo:hi])
         if bias is not None:
             r3[lo:hi] += bias
-    parallel_for(n, run, work_per_item=w2.size * x3.shape[2])
+    if x3.shape[2] < MIN_PER_SAMPLE_POINTWISE:
+        _pointwise_forward_batch(w2, x3, r3, bias)
+    else:
+        parallel_for(n, run, work_per_item=w2.size * x3.shape[2])
     if not direct:
         assign(out, req[0], res)
+
+
+# Below this many output positions a 1x1 filter's per-sample GEMMs, ``(F, C) @ (C, positions)``,
+# run near matrix-vector speed: one GEMM over the whole batch is faster, transposes included.
+MIN_PER_SAMPLE_POINTWISE = 32
+
+
+def _pointwise_forward_batch(w2, x3, r3, bias) -> None:
+    """``r3[n] = w2 @ x3[n] (+ bias)`` as one GEMM over the batch: ``(N, C) @ (C, F)`` straight
+    into the output for one position, else ``(F, C) @ (C, N*positions)`` and a transpose back."""
+    n, c, s = x3.shape
+    f = w2.shape[0]
+    if s == 1:
+        parallel_matmul(x3.reshape(n, c), w2.T, out=r3.reshape(n, f))
+    else:
+        xf = np.ascontiguousarray(x3.swapaxes(0, 1)).reshape(c, n * s)
+        rf = parallel_matmul(w2, xf, np.empty((f, n * s), dtype=r3.dtype))
+        np.copyto(r3, rf.reshape(f, n, s).swapaxes(0, 1))
+    if bias is not None:
+        r3 += bias
+
+
+def pointwise_backward(p, inputs, outputs, req) -> None:
+    """A ``pointwise`` Convolution's gradients over large outputs on the operator threads: the
+    data gradient per sample straight into the output (``W^T @ dout[n]``), the weight gradient
+    by ranges of filters (``sum_n dout[n, rows] @ x[n]^T``, each filter's sum over samples in
+    one order, whatever the split), the bias gradient ``sum dout``."""
+    og, x, w = inputs[0], inputs[1], inputs[2]
+    (n, c), f = x.shape[:2], og.shape[1]
+    og3, x3 = np.ascontiguousarray(og).reshape(n, f, -1), np.ascontiguousarray(x).reshape(n, c, -1)
+    w2 = w.reshape(f, c)
+    if req[1] != "null":
+        dw, xt = np.empty((f, c), dtype=og.dtype), x3.swapaxes(1, 2)
+        parallel_for(f, lambda lo, hi: np.sum(np.matmul(og3[:, lo:hi], xt), axis=0, out=dw[lo:hi]),
+                     work_per_item=x3.size)
+        assign(outputs[1], req[1], dw.reshape(w.shape))
+    if req[0] != "null":
+        direct = req[0] == "write" and outputs[0].flags.c_contiguous and outputs[0].dtype == og.dtype
+        dx3 = outputs[0].reshape(x3.shape) if direct else np.empty(x3.shape, dtype=og.dtype)
+        wt = w2.T
+        parallel_for(n, lambda lo, hi: np.matmul(wt, og3[lo:hi], out=dx3[lo:hi]),
+                     work_per_item=w2.size * og3.shape[2])
+        if not direct:
+            assign(outputs[0], req[0], dx3.reshape(x.shape))
+    if not p["no_bias"]:
+        assign(outputs[2], req[2], og3.sum(axis=(0, 2)))
 
 
 # A sample's output smaller than this (positions) goes to the whole-batch GEMM instead: per-sample
@@ -254,7 +324,7 @@ MIN_PER_SAMPLE_POSITIONS = 16
 
 def per_sample(p: dict, x: np.ndarray, out_shape) -> bool:
     """Whether ``per_sample_forward`` takes a one-group Convolution with large outputs."""
-    return p["num_group"] == 1 and int(np.prod(out_shape)) >= MIN_PER_SAMPLE_POSITIONS
+    return p["num_group"] == 1 and math.prod(out_shape) >= MIN_PER_SAMPLE_POSITIONS
 
 
 def per_sample_forward(p, inputs, outputs, req, geom) -> None:

@@ -14,7 +14,7 @@ from ...base import MXNetError
 from ..registry import OpDef, Param, register
 from . import batch_norm as _bn
 from . import batch_norm_v1 as _v1
-from ._util import backward_node, entry, out_entries, uniform_type
+from ._util import uniform_type
 
 PARAMS = dict(_v1.PARAMS, ndev=Param("int", 1, doc="The number of devices that share statistics."),
               key=Param("str", doc="Names the statistics the devices share."))
@@ -26,16 +26,12 @@ def _validate(p):
                          "device only (ndev=1)")
 
 
-def gradient(node, ograds):
-    ins = [ograds[0], node.inputs[0], node.inputs[1], entry(node, 1), entry(node, 2)]
-    return out_entries(backward_node(node, "_backward_contrib_SyncBatchNorm", ins), 3) + [None, None]
-
-
 _SYNC = register(OpDef("_contrib_SyncBatchNorm", _v1.forward, arguments=["data", "gamma", "beta"],
                        aux_states=["moving_mean", "moving_var"], outputs=["output", "mean", "var"],
                        num_visible_outputs=lambda p: 3 if p["output_mean_var"] else 1, params=PARAMS,
-                       infer_shape=_v1.infer_shape, infer_type=uniform_type(3), gradient=gradient,
-                       validate=_validate, doc=__doc__))
+                       infer_shape=_v1.infer_shape, infer_type=uniform_type(3),
+                       gradient=_bn.gradient_to("_backward_contrib_SyncBatchNorm"), validate=_validate,
+                       doc=__doc__))
 _SYNC.input_var_attrs = _bn.BATCH_NORM.input_var_attrs
 register(OpDef("_backward_contrib_SyncBatchNorm", _v1.backward,
                arguments=["ograd", "data", "gamma", "mean", "var"], outputs=["data", "gamma", "beta"],

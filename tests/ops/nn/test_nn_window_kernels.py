@@ -178,10 +178,13 @@ def test_kernels_split_over_threads_give_identical_bits(monkeypatch, threads):
                          [(2, 1, 1, 1, 1), (2, 2, 1, 1, 1), (2, 1, 0, 2, 2), (1, 2, 2, 1, 3),
                           (2, 3, 2, 2, 1)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_depthwise_convolution_c_equals_numpy(rng, nd, stride, pad, dilate, mult, dtype):
-    """``num_group`` = channels (``mult`` filters each): forward, the three gradients, every req."""
+@pytest.mark.parametrize("batch", [3, 6])
+def test_depthwise_convolution_c_equals_numpy(rng, nd, stride, pad, dilate, mult, dtype, batch):
+    """``num_group`` = channels (``mult`` filters each): forward, the three gradients, every req;
+    a batch of 3 runs the row-wise loops, one of 6 the batch-innermost ones."""
     c, kernel = 4, (3, 2) if nd == 2 else (3,)
-    x = rng.standard_normal((3, c) + ((9, 8) if nd == 2 else (11,))).astype(dtype)
+    x = rng.standard_normal((batch, c) + ((9, 8) if nd == 2 else (11,))).astype(dtype)
+    assert im2col.batch_inner(batch, 11) == (batch == 6)
     w = rng.standard_normal((c * mult, 1) + kernel).astype(dtype)
     b = rng.standard_normal(c * mult).astype(dtype)
     p = dict(kernel=kernel, stride=(stride,) * nd, pad=(pad,) * nd, dilate=(dilate,) * nd,
@@ -198,13 +201,20 @@ def test_depthwise_convolution_c_equals_numpy(rng, nd, stride, pad, dilate, mult
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_pointwise_convolution_c_equals_numpy(rng, bias, dtype):
-    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,))):
+    """1x1 filters: forward, and the gradients over large outputs (per-sample GEMMs on the
+    operator threads) and small ones (whole-batch GEMMs), every req."""
+    # outputs of 1 position (one (N, C) @ (C, F) GEMM), a few (a whole-batch GEMM), 36 (per sample)
+    for xs, k in (((3, 5, 4, 6), (1, 1)), ((3, 5, 6), (1,)), ((3, 5, 20), (1,)), ((3, 5, 1, 1), (1, 1)),
+                  ((3, 5, 6, 6), (1, 1))):
         x = rng.standard_normal(xs).astype(dtype)
         w = rng.standard_normal((7, 5) + k).astype(dtype)
         ins = [x, w] + ([rng.standard_normal(7).astype(dtype)] if bias else [])
         p = dict(kernel=k, num_filter=7, no_bias=not bias)
-        check_kernels("Convolution", ins, p)
+        y = check_kernels("Convolution", ins, p)["reference"][0]
         check_kernels("Convolution", ins, p, req="add")
+        og = rng.standard_normal(y.shape).astype(dtype)
+        for req in (["write"] * 3, ["add"] * 3, ["null", "write", "add"], ["add", "null", "write"]):
+            check_kernels("_backward_Convolution", [og, x, w], p, req=req[:len(ins)])
 
 
 @needs_ext
@@ -221,3 +231,24 @@ def test_per_sample_convolution_c_equals_numpy(rng, dtype):
             assert im2col.per_sample(params(conv, **p), x, out_shape[2:])
             check_kernels("Convolution", ins, p)
             check_kernels("Convolution", ins, p, req="add")
+
+
+@needs_ext
+@pytest.mark.parametrize("batch", [3, 6])
+def test_depthwise_split_over_threads_gives_identical_bits(monkeypatch, batch):
+    """Both depthwise loops split channels over threads; each channel's sums stay in one order."""
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((batch, 6, 8, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+    p = params(conv, kernel=(3, 3), pad=(1, 1), num_filter=6, num_group=6, no_bias=True)
+    og = rng.standard_normal(x.shape).astype(np.float32)
+    results = []
+    for threads in (1, 3):
+        monkeypatch.setattr(parallel, "NUM_THREADS", threads)
+        out, dx, dw = np.empty_like(x), np.empty_like(x), np.empty_like(w)
+        call("Convolution", p, [x, w], [out], ["write"])
+        call("_backward_Convolution", p, [og, x, w], [dx, dw], ["write", "write"])
+        results.append((out, dx, dw))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
