@@ -17,6 +17,31 @@ def restore_engine():
     mx.engine.set_engine(old)
 
 
+class _WatchedIdleRunner:
+    """Wraps an engine's ``IdleRunner``, noting the name of each op it runs."""
+
+    def __init__(self, idle, here):
+        self.idle, self.here = idle, here
+
+    @property
+    def enabled(self):
+        return self.idle.enabled
+
+    def run(self, fn, ctx, const_vars, mutable_vars, prop=0, name=None):
+        done = self.idle.run(fn, ctx, const_vars, mutable_vars, prop, name)
+        if done:
+            self.here.append(name)
+        return done
+
+
+def _watch_calling_thread_runs(eng, here):
+    """Append to ``here`` the name of every op ``eng`` runs on the calling thread (the idle run
+    or ``_run_here``)."""
+    run_here = eng._run_here
+    eng._run_here = lambda blk: (here.append(blk.name), run_here(blk))
+    eng._idle = _WatchedIdleRunner(eng._idle, here)
+
+
 def _program(seed, n_ops=60):
     rng = random.Random(seed)
     return [(rng.choice(["add", "iadd", "mul", "big_copy", "read_big", "big_update", "where"]),
@@ -65,8 +90,7 @@ def test_kernels_run_on_the_calling_thread_only_when_the_engine_is_idle(restore_
     eng = mx.engine.set_engine("ThreadedEnginePerDevice")
     eng.run_inline = True
     here = []
-    run_here = eng._run_here
-    eng._run_here = lambda blk: (here.append(blk.name), run_here(blk))
+    _watch_calling_thread_runs(eng, here)
     a, b = mx.nd.ones((10,)), mx.nd.ones((10,))
     big, target = mx.nd.ones((20000, 64)), mx.nd.zeros((20000, 64))
     mx.nd.waitall()
@@ -89,8 +113,7 @@ def test_big_kernels_stay_asynchronous_on_an_idle_engine(plain, restore_engine):
     eng = mx.engine.set_engine("ThreadedEnginePerDevice")
     eng.run_inline = True
     here = []
-    run_here = eng._run_here
-    eng._run_here = lambda blk: (here.append(blk.name), run_here(blk))
+    _watch_calling_thread_runs(eng, here)
     n = imperative.INLINE_MAX_BYTES // 4            # float32 elements at the limit, all three arrays
     small = mx.nd.ones((n // 3,))
     big = mx.nd.ones((n,))
