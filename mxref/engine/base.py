@@ -200,8 +200,10 @@ def _free_fn(handle) -> Callable:
 
 
 def _storage_free(handle) -> None:
-    from .. import storage  # noqa: PLC0415 - storage imports the profiler, which imports the engine
-    storage.free(handle)
+    global _storage_free
+    from ..storage import free  # noqa: PLC0415 - storage imports the profiler, which imports the engine
+    _storage_free = free        # from now on, one call
+    free(handle)
 
 
 def free_now(errors: "ErrorBook", handle, var) -> None:
