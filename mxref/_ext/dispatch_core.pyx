@@ -30,6 +30,9 @@ cdef object _storage_dispatch = None
 cdef object _KERNELS = None
 cdef object _state = None
 cdef object _NORMAL = None
+# The last OpContext without resources, reused while the run context, context and mode are the
+# same (the idle run passes one RunContext per context): see ``imperative._op_context``.
+cdef object _octx = None
 
 
 def bind(imperative) -> None:
@@ -76,21 +79,30 @@ cdef class KernelCall:
         self.req = req
 
     def __call__(self, run_ctx):
+        global _octx
         cdef list arrays = self.arrays
         cdef Py_ssize_t n = self.n_in, m = len(arrays), i
         cdef list ins = PyList_New(n)
         cdef list outs = PyList_New(m - n)
-        cdef object d
+        cdef object d, x
         self.arrays = None
         for i in range(m):
-            d = arrays[i]._data()
+            x = arrays[i]
+            d = x._np                   # the cached view (``NDArray._data``'s first line)
+            if d is None:
+                d = x._data()
             Py_INCREF(d)
             if i < n:
                 PyList_SET_ITEM(ins, i, d)
             else:
                 PyList_SET_ITEM(outs, i - n, d)
-        self.kernel(OpContext(self.is_train, self.ctx, self.resources, run_ctx), self.params,
-                    ins, outs, self.req)
+        octx = _octx
+        if (self.resources or octx is None or octx.run_ctx is not run_ctx or octx.ctx is not self.ctx
+                or octx.is_train is not self.is_train):
+            octx = OpContext(self.is_train, self.ctx, self.resources, run_ctx)
+            if not self.resources:
+                _octx = octx
+        self.kernel(octx, self.params, ins, outs, self.req)
 
 
 def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):

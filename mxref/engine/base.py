@@ -199,11 +199,15 @@ def _free_fn(handle) -> Callable:
     return free_fn
 
 
+_storage = None
+
+
 def _storage_free(handle) -> None:
-    global _storage_free
-    from ..storage import free  # noqa: PLC0415 - storage imports the profiler, which imports the engine
-    _storage_free = free        # from now on, one call
-    free(handle)
+    global _storage
+    if _storage is None:
+        from .. import storage  # noqa: PLC0415 - storage imports the profiler, which imports the engine
+        _storage = storage
+    _storage.free(handle)
 
 
 def free_now(errors: "ErrorBook", handle, var) -> None:

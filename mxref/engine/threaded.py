@@ -175,6 +175,7 @@ class ThreadedEnginePerDevice(Engine):
         self._complete_core = core.complete
         self._retire = core.retire
         self._idle_var = core.idle
+        self.new_variable = core.ThreadedVar      # the class itself: one call per new array
         self.nthreads = {
             "cpu_worker": cpu_worker_nthreads or env_int("MXNET_CPU_WORKER_NTHREADS", 1),
             "cpu_priority": cpu_priority_nthreads or env_int("MXNET_CPU_PRIORITY_NTHREADS", 4),
