@@ -126,3 +126,34 @@ def test_big_kernels_stay_asynchronous_on_an_idle_engine(plain, restore_engine):
         mx.nd.waitall()
     assert here == ["elemwise_add"]
     assert s.asnumpy()[0] == 2.0 and b.asnumpy()[0] == 2.0
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_kernel_call_reuses_the_op_context_only_without_resources(compiled):
+    """Both kernel-call twins hand the kernel the last resource-free ``OpContext`` while the run
+    context, context and mode are the same; resources or a new run context make a fresh one."""
+    from mxref.engine.base import RunContext
+    from mxref.ndarray import imperative
+
+    if compiled:
+        if imperative._compiled is None:
+            pytest.skip("mxref._ext.dispatch_core is not built")
+        call_cls = imperative._compiled.KernelCall
+    else:
+        call_cls = imperative._KernelCall
+    ctx = mx.cpu()
+    a, out = mx.nd.ones((3,)), mx.nd.zeros((3,))
+    mx.nd.waitall()
+    seen = []
+
+    def kernel(octx, params, ins, outs, req):
+        seen.append(octx)
+        outs[0][:] = ins[0] * 2
+
+    rc1, rc2 = RunContext(ctx), RunContext(ctx)
+    for rc, res in ((rc1, ()), (rc1, ()), (rc2, ()), (rc2, ("r",)), (rc2, ("r",))):
+        call_cls([a, out], 1, kernel, False, ctx, res, {}, ["write"])(rc)
+    assert seen[0] is seen[1] and seen[2] is not seen[1]
+    assert seen[3] is not seen[2] and seen[4] is not seen[3] and seen[4].resources == ("r",)
+    assert all(o.run_ctx is rc for o, rc in zip(seen, (rc1, rc1, rc2, rc2, rc2)))
+    assert out.asnumpy().tolist() == [2.0] * 3
