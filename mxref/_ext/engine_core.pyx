@@ -408,13 +408,14 @@ cdef class IdleRunner:
     """
 
     cdef PendingCounter pending
-    cdef object engine, errors, prof, wstate, run_context, last_ctx, last_rctx
+    cdef object engine, errors, prof, wstate, run_context, inline_users, last_ctx, last_rctx
     cdef public bint enabled
     cdef public long long runs          # ops run this way (tests and benchmarks read it)
 
     def __init__(self, engine, PendingCounter pending not None, errors, prof_state, wstate,
-                 run_context, bint enabled):
+                 run_context, inline_users, bint enabled):
         self.engine = engine
+        self.inline_users = inline_users
         self.pending = pending
         self.errors = errors
         self.prof = prof_state
@@ -439,7 +440,9 @@ cdef class IdleRunner:
         nr, nw = len(reads), len(writes)
         if nr > IDLE_MAX_VARS or nw > IDLE_MAX_VARS:
             return False
-        # Everything that may run Python code comes first ...
+        # Everything that may run Python code comes first (bulking and inline scopes: push_sync) ...
+        if self.engine._bulkers or self.inline_users.count:
+            return False
         if self.prof.recording or self.errors.tainted or not getattr(fn, "may_run_inline", False):
             return False
         if ctx is not None and ctx.device_typeid == 2:      # gpu: kernels are asynchronous there

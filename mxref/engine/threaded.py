@@ -188,8 +188,9 @@ class ThreadedEnginePerDevice(Engine):
         self.errors = ErrorBook()
         self._pending = core.PendingCounter()
         self._idle = core.IdleRunner(self, self._pending, self.errors, _prof, worker_state, RunContext,
-                                     env_bool("MXREF_ENGINE_RUN_INLINE", True) if run_inline is None
-                                     else bool(run_inline))
+                                     _inline_users, env_bool("MXREF_ENGINE_RUN_INLINE", True)
+                                     if run_inline is None else bool(run_inline))
+        self.run_idle = self._idle.run
         self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
         self._sleepers = 0
         self._groups: Dict[tuple, _WorkerGroup] = {}
@@ -582,7 +583,8 @@ class ThreadedEnginePerDevice(Engine):
         self._sleepers = 0
         self._pending = self.core.PendingCounter()
         self._idle = self.core.IdleRunner(self, self._pending, self.errors, _prof, worker_state,
-                                          RunContext, self._idle.enabled)
+                                          RunContext, _inline_users, self._idle.enabled)
+        self.run_idle = self._idle.run
 
     def describe(self) -> dict:
         """Engine type, active core (cython/python), thread counts, running groups, bound."""

@@ -272,12 +272,13 @@ class IdleRunner:
     (nothing done) whenever the ordinary path is needed.
     """
 
-    __slots__ = ("engine", "pending", "errors", "prof", "wstate", "run_context", "last_ctx",
-                 "last_rctx", "enabled", "runs")
+    __slots__ = ("engine", "pending", "errors", "prof", "wstate", "run_context", "inline_users",
+                 "last_ctx", "last_rctx", "enabled", "runs")
 
     def __init__(self, engine, pending: "PendingCounter", errors, prof_state, wstate, run_context,
-                 enabled: bool):
+                 inline_users, enabled: bool):
         self.engine = engine
+        self.inline_users = inline_users
         self.pending = pending
         self.errors = errors
         self.prof = prof_state
@@ -293,6 +294,8 @@ class IdleRunner:
             return False
         reads, writes = tuple(const_vars), tuple(mutable_vars)
         if len(reads) > _IDLE_MAX_VARS or len(writes) > _IDLE_MAX_VARS:
+            return False
+        if self.engine._bulkers or self.inline_users.count:     # push_sync's business
             return False
         if self.prof.recording or self.errors.tainted or not getattr(fn, "may_run_inline", False):
             return False
