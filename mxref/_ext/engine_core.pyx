@@ -529,6 +529,31 @@ cdef class IdleRunner:
             self.engine._idle_wake(self.pending.value)
         return True
 
+    def delete_storage(self, handle, ctx, var):
+        """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``
+        back (``None``: nothing to give) and ``var`` is retired, as ``free_now`` does; any other
+        case goes to the engine's ``_delete_storage``.
+
+        NOTE: an idle variable of a dropped chunk stays idle: nothing can push on it any more.
+        """
+        cdef ThreadedVar v
+        if (self.engine._bulkers or self.prof.recording or type(var) is not ThreadedVar
+                or (<ThreadedVar>var).pending_write is not NULL
+                or (<ThreadedVar>var).num_pending_reads != 0):
+            self.engine._delete_storage(handle, ctx, var)
+            return
+        if handle is not None:
+            pool = handle._pool
+            give = getattr(pool, "_give_back", None)
+            if give is None or not give(pool, handle):
+                self.engine._delete_storage(handle, ctx, var)
+                return
+        v = <ThreadedVar>var
+        v.deleted = True
+        if v.exception is not None:
+            self.errors.mark((v,), None)
+        v.version += 1
+
 
 # --------------------------------------------------------------------------------------------
 # Blocking queues

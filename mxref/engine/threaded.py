@@ -191,6 +191,7 @@ class ThreadedEnginePerDevice(Engine):
                                      _inline_users, env_bool("MXREF_ENGINE_RUN_INLINE", True)
                                      if run_inline is None else bool(run_inline))
         self.run_idle = self._idle.run
+        self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
         self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
         self._sleepers = 0
         self._groups: Dict[tuple, _WorkerGroup] = {}
@@ -364,10 +365,12 @@ class ThreadedEnginePerDevice(Engine):
             self._run_delete(delete_fn, ctx, var)
         # else: parked on var; _complete runs it when var's last queued op completes
 
-    def delete_storage(self, handle, ctx, var):
+    def _delete_storage(self, handle, ctx, var) -> None:
+        """``delete_storage`` where the idle runner's one call does not do it all (bulked ops
+        pending, profiling, a busy variable, a handle its pool does not take back at once)."""
         if self._bulkers and self._bulk.fns:
             self._flush_bulk(self._bulk)
-        if self._idle_var(var) and not _prof.recording:
+        if type(var) is self.core.ThreadedVar and self._idle_var(var) and not _prof.recording:
             # NOTE: nothing is queued on var, and nothing can be any more (its last array is
             # gone), so the delete runs now, as retire would have it, minus the parked token.
             free_now(self.errors, handle, var)
@@ -585,6 +588,7 @@ class ThreadedEnginePerDevice(Engine):
         self._idle = self.core.IdleRunner(self, self._pending, self.errors, _prof, worker_state,
                                           RunContext, _inline_users, self._idle.enabled)
         self.run_idle = self._idle.run
+        self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
 
     def describe(self) -> dict:
         """Engine type, active core (cython/python), thread counts, running groups, bound."""

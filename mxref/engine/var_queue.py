@@ -365,6 +365,28 @@ class IdleRunner:
             self.engine._idle_wake(left)
         return True
 
+    def delete_storage(self, handle, ctx, var) -> None:
+        """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``
+        back (``None``: nothing to give) and ``var`` is retired, as ``free_now`` does; any other
+        case goes to the engine's ``_delete_storage``.
+
+        NOTE: an idle variable of a dropped chunk stays idle: nothing can push on it any more.
+        """
+        if (self.engine._bulkers or self.prof.recording or type(var) is not ThreadedVar
+                or not idle(var)):
+            self.engine._delete_storage(handle, ctx, var)
+            return
+        if handle is not None:
+            pool = handle._pool
+            give = getattr(pool, "_give_back", None)
+            if give is None or not give(pool, handle):
+                self.engine._delete_storage(handle, ctx, var)
+                return
+        var.deleted = True
+        if var.exception is not None:
+            self.errors.mark((var,), None)
+        var.version += 1
+
 
 class FIFOQueue:
     """A blocking FIFO; ``push_front`` lets ``DELETE_VAR`` ops jump the line.

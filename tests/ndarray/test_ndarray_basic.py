@@ -198,21 +198,22 @@ def test_deleting_an_array_frees_through_the_engine(any_engine, monkeypatch):
     """Dropping the last reference deletes the variable via the engine, which frees the memory;
     memory that was never allocated frees nothing."""
     eng = engine.get()
-    deleted, freed = {}, []
+    deleted = {}
     real_delete = eng.delete_storage
     monkeypatch.setattr(eng, "delete_storage",
                         lambda h, ctx, var: (deleted.__setitem__(id(var), h), real_delete(h, ctx, var)))
-    monkeypatch.setattr(storage, "free", freed.append)
     a = mx.nd.ones((3,))
     a.wait_to_read()
     handle, var = a._chunk.handle, a._chunk.var
+    in_use = storage.stats(a.context)["bytes_in_use"]
     view = a[1:]
     del a
     gc.collect()
     assert id(var) not in deleted               # the view still holds the chunk
     del view
     _settle()
-    assert id(var) in deleted and any(h is handle for h in freed)
+    assert id(var) in deleted and deleted[id(var)] is handle and var.deleted
+    assert handle._pool == "freed" and storage.stats(mx.cpu())["bytes_in_use"] < in_use
     e = mx.nd.empty((3,))
     evar = e._chunk.var
     del e

@@ -21,7 +21,7 @@ def run_trace(pool, seed, fast, steps=400):
     Returns which block (by order of first appearance) each request got, and the counters."""
     rng = random.Random(seed)
     sizes = [rng.choice([0, 1, 40, 4096, 4097, rng.randrange(1, 100000)]) for _ in range(6)]
-    live, names, trace = [], {}, []
+    live, names, trace, keep = [], {}, [], []     # keep: so no block's id is reused
     for _ in range(steps):
         if rng.random() < 0.55 or not live:
             n = rng.choice(sizes)
@@ -30,6 +30,7 @@ def run_trace(pool, seed, fast, steps=400):
                 h = pool.alloc(n)
             assert h.size == n and h.buffer.nbytes == n and h._pool is pool
             trace.append(names.setdefault(id(h._block), len(names)))
+            keep.append(h._block)
             live.append(h)
         else:
             h = live.pop(rng.randrange(len(live)))
