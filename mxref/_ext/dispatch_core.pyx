@@ -30,6 +30,7 @@ cdef object _storage_dispatch = None
 cdef object _KERNELS = None
 cdef object _state = None
 cdef object _NORMAL = None
+cdef dict _infer_cache = None
 # The last OpContext without resources, reused while the run context, context and mode are the
 # same (the idle run passes one RunContext per context): see ``imperative._op_context``.
 cdef object _octx = None
@@ -38,7 +39,7 @@ cdef object _octx = None
 def bind(imperative) -> None:
     """Take the imperative module's helpers and state (called once, at its import)."""
     global _imp, _engine_mod, NDArray, Chunk, OpContext, MXNetError, _plan, _kernel, check_out
-    global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL
+    global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL, _infer_cache
     _imp = imperative
     _engine_mod = imperative._engine_mod
     NDArray = imperative.NDArray
@@ -54,6 +55,7 @@ def bind(imperative) -> None:
     _KERNELS = imperative._KERNELS
     _state = imperative._state
     _NORMAL = imperative._NORMAL
+    _infer_cache = imperative._infer_cache
 
 
 @cython.freelist(256)
@@ -122,7 +124,17 @@ def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
             if _storage_dispatch.wanted(op, inputs, out) else None
         if result is not None:
             return result
-    plan = _plan(op, pkey, params, inputs)
+    # ``_plan``'s cache hit for the usual arities, inline (same keys); anything else is _plan's.
+    plan = None
+    if pkey is not None:
+        if n_in == 1:
+            x = inputs[0]
+            plan = _infer_cache.get((pkey, x._shape, x._dtype))
+        elif n_in == 2:
+            x, y = inputs[0], inputs[1]
+            plan = _infer_cache.get((pkey, x._shape, x._dtype, y._shape, y._dtype))
+    if plan is None:
+        plan = _plan(op, pkey, params, inputs)
     if n_in:
         ctx = inputs[0]._chunk.ctx
         for i in range(n_in):
