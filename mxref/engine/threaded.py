@@ -21,7 +21,10 @@ declares ``may_run_inline = True`` (the imperative kernel call of ``mx.nd``, for
 most ``MXREF_ENGINE_INLINE_MAX_BYTES``) runs on the pushing thread when the push finds nothing
 else pending in the whole engine (so none of its variables has queued or running work and no
 worker is busy), as the naive engine would run it; otherwise it is queued as usual. See ``_push``
-and docs/architecture/engine.md, "Running on the calling thread".
+and docs/architecture/engine.md, "Running on the calling thread". The common case of that, no
+variable carrying an error and no bulking, is the idle run: ``IdleRunner.run`` (``run_idle``, which
+``mx.nd`` calls first) pushes, runs and completes the op in one call, without an op block; and
+``IdleRunner.delete_storage`` frees a dropped array's memory at once when its variable is idle.
 
 Worker groups, created on first use:
 
