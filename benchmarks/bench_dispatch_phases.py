@@ -88,16 +88,12 @@ def phases(n: int, repeats: int) -> list:
     row(f"pushed call object (`{call.__module__.rsplit('.', 1)[-1]}.{call.__name__}`)",
         lambda i: keep.append(call([a, b, a], 2, kernel, False, ctx, (), params, plan.req)))
     v1, v2, v3 = eng.new_variable(), eng.new_variable(), eng.new_variable()
-    run_idle = getattr(eng, "run_idle", None)
-    if run_idle is None:     # a tree without the idle run: the op block, then push_sync
+    if not hasattr(eng, "_idle"):     # a tree without the idle run makes an op block first
         row("op block (`OprBlock`: variables deduplicated, wait counter)",
             lambda i: eng._Opr(_noop, ctx, (v1, v2), (v3,), 0, 0, "elemwise_add", True))
 
-        def push_inline(i):
-            eng.push_sync(_noop, ctx, (v1, v2), (v3,), FnProperty.NORMAL, 0, "elemwise_add")
-    else:                    # what mx.nd calls: the idle run, no op block
-        def push_inline(i):
-            run_idle(_noop, ctx, (v1, v2), (v3,), 0, "elemwise_add")
+    def push_inline(i):
+        eng.push_sync(_noop, ctx, (v1, v2), (v3,), FnProperty.NORMAL, 0, "elemwise_add")
     row("engine push, run on the calling thread (register, execute, complete; empty fn)", push_inline)
     row("pool allocation + free (40 bytes)", lambda i: storage.free(storage.alloc(40, ctx)))
     buf = storage.alloc(40, ctx).buffer

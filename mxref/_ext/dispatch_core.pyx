@@ -186,9 +186,7 @@ def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
         _imp.check_req(op, req, outputs)
     run = KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
     run.may_run_inline = plan.small
-    run_idle = getattr(eng, "run_idle", None)
-    if run_idle is None or not run_idle(run, ctx, const_vars, mutable_vars, 0, op.name):
-        eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     hook = _imp._record_hook
     if hook is not None:
         hook(op, params, inputs, outputs)

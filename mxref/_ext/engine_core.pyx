@@ -409,12 +409,14 @@ cdef class IdleRunner:
 
     cdef PendingCounter pending
     cdef object engine, errors, prof, wstate, run_context, inline_users, last_ctx, last_rctx
+    cdef object slow_push
     cdef public bint enabled
     cdef public long long runs          # ops run this way (tests and benchmarks read it)
 
     def __init__(self, engine, PendingCounter pending not None, errors, prof_state, wstate,
                  run_context, inline_users, bint enabled):
         self.engine = engine
+        self.slow_push = type(engine).push_sync
         self.inline_users = inline_users
         self.pending = pending
         self.errors = errors
@@ -528,6 +530,12 @@ cdef class IdleRunner:
         if self.engine._sleepers:          # read after the count drops (see _complete)
             self.engine._idle_wake(self.pending.value)
         return True
+
+    def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=0, priority=0, name=None):
+        """The engine's ``push_sync``: the idle run when ``run`` takes the op, else the class's
+        ``push_sync`` (the ordinary path)."""
+        if not self.run(fn, ctx, const_vars, mutable_vars, prop, name):
+            self.slow_push(self.engine, fn, ctx, const_vars, mutable_vars, prop, priority, name)
 
     def delete_storage(self, handle, ctx, var):
         """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``

@@ -334,10 +334,6 @@ class Engine:
     #: another thread, its worker going on meanwhile. False for ``NaiveEngine``, which runs each
     #: operation at push and has it complete before the push returns.
     completes_later: bool = True
-    #: ``run_idle(fn, ctx, const_vars, mutable_vars, prop, name) -> bool``: the idle run of an
-    #: engine that has one (``ThreadedEnginePerDevice``: its ``IdleRunner``), which ``mx.nd`` calls
-    #: before ``push_sync``; ``False`` (nothing done) sends the op to ``push_sync``. None: no such run.
-    run_idle: Optional[Callable] = None
 
     def new_variable(self):
         """A fresh variable: a tag that orders every operation touching the same data or resource."""

@@ -22,8 +22,8 @@ most ``MXREF_ENGINE_INLINE_MAX_BYTES``) runs on the pushing thread when the push
 else pending in the whole engine (so none of its variables has queued or running work and no
 worker is busy), as the naive engine would run it; otherwise it is queued as usual. See ``_push``
 and docs/architecture/engine.md, "Running on the calling thread". The common case of that, no
-variable carrying an error and no bulking, is the idle run: ``IdleRunner.run`` (``run_idle``, which
-``mx.nd`` calls first) pushes, runs and completes the op in one call, without an op block; and
+variable carrying an error and no bulking, is the idle run: ``IdleRunner.push_sync`` (the engine's
+``push_sync``) pushes, runs and completes the op in one call, without an op block; and
 ``IdleRunner.delete_storage`` frees a dropped array's memory at once when its variable is idle.
 
 Worker groups, created on first use:
@@ -193,7 +193,9 @@ class ThreadedEnginePerDevice(Engine):
         self._idle = core.IdleRunner(self, self._pending, self.errors, _prof, worker_state, RunContext,
                                      _inline_users, env_bool("MXREF_ENGINE_RUN_INLINE", True)
                                      if run_inline is None else bool(run_inline))
-        self.run_idle = self._idle.run
+        # One call for push_sync when the engine is idle: the runner's push_sync runs the op or
+        # hands it to the class's push_sync below (a patched instance attribute still sees all).
+        self.push_sync = self._idle.push_sync
         self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
         self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
         self._sleepers = 0
@@ -590,7 +592,9 @@ class ThreadedEnginePerDevice(Engine):
         self._pending = self.core.PendingCounter()
         self._idle = self.core.IdleRunner(self, self._pending, self.errors, _prof, worker_state,
                                           RunContext, _inline_users, self._idle.enabled)
-        self.run_idle = self._idle.run
+        # One call for push_sync when the engine is idle: the runner's push_sync runs the op or
+        # hands it to the class's push_sync below (a patched instance attribute still sees all).
+        self.push_sync = self._idle.push_sync
         self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
 
     def describe(self) -> dict:

@@ -273,11 +273,12 @@ class IdleRunner:
     """
 
     __slots__ = ("engine", "pending", "errors", "prof", "wstate", "run_context", "inline_users",
-                 "last_ctx", "last_rctx", "enabled", "runs")
+                 "last_ctx", "last_rctx", "enabled", "runs", "slow_push")
 
     def __init__(self, engine, pending: "PendingCounter", errors, prof_state, wstate, run_context,
                  inline_users, enabled: bool):
         self.engine = engine
+        self.slow_push = type(engine).push_sync
         self.inline_users = inline_users
         self.pending = pending
         self.errors = errors
@@ -364,6 +365,12 @@ class IdleRunner:
         if self.engine._sleepers:          # read after the count drops (see _complete)
             self.engine._idle_wake(left)
         return True
+
+    def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=0, priority=0, name=None):
+        """The engine's ``push_sync``: the idle run when ``run`` takes the op, else the class's
+        ``push_sync`` (the ordinary path)."""
+        if not self.run(fn, ctx, const_vars, mutable_vars, prop, name):
+            self.slow_push(self.engine, fn, ctx, const_vars, mutable_vars, prop, priority, name)
 
     def delete_storage(self, handle, ctx, var) -> None:
         """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``

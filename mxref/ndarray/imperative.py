@@ -366,10 +366,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         check_req(op, req, outputs)
     run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
     run.may_run_inline = plan.small
-    # The engine's idle run first (one call when the engine is idle), else the ordinary push.
-    run_idle = getattr(eng, "run_idle", None)
-    if run_idle is None or not run_idle(run, ctx, const_vars, mutable_vars, 0, op.name):
-        eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     if _record_hook is not None:
         _record_hook(op, params, inputs, outputs)
     return outputs
