@@ -4,7 +4,11 @@ Each phase of ``imperative.invoke`` is timed alone, on the objects a real call u
 ``--n`` iterations (CPU time, best of ``--repeats``, minus the cost of an empty loop), then the
 whole calls are timed on each engine mode in the same process:
 
-    .venv/bin/python benchmarks/bench_dispatch_phases.py [--n 20000] [--repeats 5]
+    .venv/bin/python benchmarks/bench_dispatch_phases.py [--n 20000] [--repeats 5] [--before TREE]
+
+``--before TREE`` runs TREE's own copy of this script and this one in turn (``--rounds`` times
+each, alternating, in subprocesses) and prints one table with both columns, best of the rounds
+per row: a before/after comparison in one run. A phase a tree does not have shows "—".
 
 The phases do not add up exactly to a whole call (caches are warmer in isolation, and the whole
 call pays the garbage collector and, handed off, the worker's wake-up); the last rows show the
@@ -69,8 +73,13 @@ def phases(n: int, repeats: int) -> list:
 
     row("operator method + parameter cache (`__add__`, `_binary`, `_default_cache`)",
         lambda i: (isinstance(b, NDArray), b._shape == a._shape, imp._default_cache.get("elemwise_add")))
-    row("plan lookup: shapes/dtypes/kernel cached per (op, params, shapes, dtypes)",
-        lambda i: (imp._plan(op, "elemwise_add", params, inputs), plan.kernel_dev != ctx.device_typeid))
+    if imp._compiled is not None:   # the compiled invoke looks the plan up itself
+        cache, key = imp._infer_cache, ("elemwise_add", a._shape, a._dtype, b._shape, b._dtype)
+        row("plan lookup: shapes/dtypes/kernel cached per (op, params, shapes, dtypes)",
+            lambda i: (cache.get(key), plan.kernel_dev != ctx.device_typeid))
+    else:
+        row("plan lookup: shapes/dtypes/kernel cached per (op, params, shapes, dtypes)",
+            lambda i: (imp._plan(op, "elemwise_add", params, inputs), plan.kernel_dev != ctx.device_typeid))
     row("engine variable (`new_variable`)", lambda i: keep.append(eng.new_variable()))
     var = eng.new_variable()
     row("output NDArray + Chunk (no memory yet)",
@@ -79,8 +88,9 @@ def phases(n: int, repeats: int) -> list:
     row(f"pushed call object (`{call.__module__.rsplit('.', 1)[-1]}.{call.__name__}`)",
         lambda i: keep.append(call([a, b, a], 2, kernel, False, ctx, (), params, plan.req)))
     v1, v2, v3 = eng.new_variable(), eng.new_variable(), eng.new_variable()
-    row("op block (`OprBlock`: variables deduplicated, wait counter)",
-        lambda i: eng._Opr(_noop, ctx, (v1, v2), (v3,), 0, 0, "elemwise_add", True))
+    if not hasattr(eng, "_idle"):     # a tree without the idle run makes an op block first
+        row("op block (`OprBlock`: variables deduplicated, wait counter)",
+            lambda i: eng._Opr(_noop, ctx, (v1, v2), (v3,), 0, 0, "elemwise_add", True))
 
     def push_inline(i):
         eng.push_sync(_noop, ctx, (v1, v2), (v3,), FnProperty.NORMAL, 0, "elemwise_add")
@@ -89,7 +99,11 @@ def phases(n: int, repeats: int) -> list:
     buf = storage.alloc(40, ctx).buffer
     row("numpy view of the output's memory (`_data()` on a fresh array)",
         lambda i: np.ndarray(shape, dtype, buf, 0))
-    row("`OpContext` per call", lambda i: OpContext(False, ctx, (), None))
+    if hasattr(imp, "_op_context"):     # reused while the run context is the same
+        rctx = RunContext(ctx)
+        row("`OpContext` per call", lambda i: imp._op_context(False, ctx, (), rctx))
+    else:
+        row("`OpContext` per call", lambda i: OpContext(False, ctx, (), None))
     octx = OpContext(False, ctx, (), RunContext(ctx))
     row("kernel (`np.add(x, y, out=z)` through the registered kernel)",
         lambda i: kernel(octx, params, [x, y], [z], plan.req))
@@ -142,11 +156,63 @@ def _iadd(a, b, n):
         a += 1
 
 
+def _table_rows(text: str) -> dict:
+    """``{first cell: rest of the row}`` of every markdown table row in ``text`` but headers."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 2 and not cells[1].startswith("-") \
+                and cells[0] not in ("phase of `c = a + b`",) and not cells[0].startswith("whole call"):
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def _best(cells_a: list, cells_b: list) -> list:
+    """Per cell, the one whose first number is smaller (best of rounds)."""
+    def first(c):
+        try:
+            return float(c.split()[0])
+        except (ValueError, IndexError):
+            return float("inf")
+    return [a if first(a) <= first(b) else b for a, b in zip(cells_a, cells_b)]
+
+
+def side_by_side(before: str, n: int, repeats: int, rounds: int) -> None:
+    """Run ``before``'s copy of this script and this one alternately; print both columns."""
+    import subprocess  # noqa: PLC0415
+    scripts = {"before": os.path.join(before, "benchmarks", "bench_dispatch_phases.py"),
+               "after": os.path.abspath(__file__)}
+    best = {"before": {}, "after": {}}
+    order = []
+    for _ in range(rounds):
+        for side, script in scripts.items():
+            out = subprocess.run([sys.executable, script, "--n", str(n), "--repeats", str(repeats)],
+                                 capture_output=True, text=True, check=True,
+                                 cwd=os.path.dirname(os.path.dirname(script))).stdout
+            for name, cells in _table_rows(out).items():
+                if name not in order:
+                    order.append(name)
+                old = best[side].get(name)
+                best[side][name] = cells if old is None else _best(old, cells)
+    print(f"side by side: before = {before}, after = this tree; best of {rounds} alternating rounds\n")
+    print("| phase of `c = a + b` (CPU µs), then whole calls: wall (CPU) `c = a + b` / `a += 1` "
+          "| before | after |\n|---|---:|---:|")
+    for name in order:
+        b = " / ".join(best["before"].get(name, ["—"]))
+        a = " / ".join(best["after"].get(name, ["—"]))
+        print(f"| {name} | {b} | {a} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--before", help="another checkout of mxref: print both, side by side")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds with --before")
     args = ap.parse_args()
+    if args.before:
+        side_by_side(args.before, args.n, args.repeats, args.rounds)
+        return
     print(f"dispatch: {imp.selected_paths()}; best of {args.repeats} loops of {args.n}, µs per call\n")
     print("| phase of `c = a + b` | CPU µs |\n|---|---:|")
     total = 0.0

@@ -30,12 +30,16 @@ cdef object _storage_dispatch = None
 cdef object _KERNELS = None
 cdef object _state = None
 cdef object _NORMAL = None
+cdef dict _infer_cache = None
+# The last OpContext without resources, reused while the run context, context and mode are the
+# same (the idle run passes one RunContext per context): see ``imperative._op_context``.
+cdef object _octx = None
 
 
 def bind(imperative) -> None:
     """Take the imperative module's helpers and state (called once, at its import)."""
     global _imp, _engine_mod, NDArray, Chunk, OpContext, MXNetError, _plan, _kernel, check_out
-    global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL
+    global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL, _infer_cache
     _imp = imperative
     _engine_mod = imperative._engine_mod
     NDArray = imperative.NDArray
@@ -51,6 +55,7 @@ def bind(imperative) -> None:
     _KERNELS = imperative._KERNELS
     _state = imperative._state
     _NORMAL = imperative._NORMAL
+    _infer_cache = imperative._infer_cache
 
 
 @cython.freelist(256)
@@ -76,21 +81,30 @@ cdef class KernelCall:
         self.req = req
 
     def __call__(self, run_ctx):
+        global _octx
         cdef list arrays = self.arrays
         cdef Py_ssize_t n = self.n_in, m = len(arrays), i
         cdef list ins = PyList_New(n)
         cdef list outs = PyList_New(m - n)
-        cdef object d
+        cdef object d, x
         self.arrays = None
         for i in range(m):
-            d = arrays[i]._data()
+            x = arrays[i]
+            d = x._np                   # the cached view (``NDArray._data``'s first line)
+            if d is None:
+                d = x._data()
             Py_INCREF(d)
             if i < n:
                 PyList_SET_ITEM(ins, i, d)
             else:
                 PyList_SET_ITEM(outs, i - n, d)
-        self.kernel(OpContext(self.is_train, self.ctx, self.resources, run_ctx), self.params,
-                    ins, outs, self.req)
+        octx = _octx
+        if (self.resources or octx is None or octx.run_ctx is not run_ctx or octx.ctx is not self.ctx
+                or octx.is_train is not self.is_train):
+            octx = OpContext(self.is_train, self.ctx, self.resources, run_ctx)
+            if not self.resources:
+                _octx = octx
+        self.kernel(octx, self.params, ins, outs, self.req)
 
 
 def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
@@ -110,7 +124,17 @@ def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
             if _storage_dispatch.wanted(op, inputs, out) else None
         if result is not None:
             return result
-    plan = _plan(op, pkey, params, inputs)
+    # ``_plan``'s cache hit for the usual arities, inline (same keys); anything else is _plan's.
+    plan = None
+    if pkey is not None:
+        if n_in == 1:
+            x = inputs[0]
+            plan = _infer_cache.get((pkey, x._shape, x._dtype))
+        elif n_in == 2:
+            x, y = inputs[0], inputs[1]
+            plan = _infer_cache.get((pkey, x._shape, x._dtype, y._shape, y._dtype))
+    if plan is None:
+        plan = _plan(op, pkey, params, inputs)
     if n_in:
         ctx = inputs[0]._chunk.ctx
         for i in range(n_in):

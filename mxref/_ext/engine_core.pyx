@@ -318,7 +318,9 @@ cdef void _complete_write(ThreadedVar v, list out, bint count) noexcept:
             v.num_pending_reads = C_WRITE_TRIGGERED
             _release(blk.trigger, out, count)
     # The state is consistent again: dropping the finished op may now run arbitrary finalizers.
-    Py_DECREF(<object>finished)
+    # (NULL: the write of an op run by ``IdleRunner``, which queues no op block.)
+    if finished is not NULL:
+        Py_DECREF(<object>finished)
 
 
 cpdef bint register(OprBlock opr) except -1:
@@ -380,6 +382,185 @@ cdef inline void _take_retired(ThreadedVar v, list out) noexcept:
     if v.pending_write is NULL and v.num_pending_reads == 0:
         out.extend(v.retired)
         v.retired = None
+
+
+cpdef bint idle(ThreadedVar var):
+    """Nothing is queued on or running against ``var`` (a delete of it may run at once)."""
+    return var.pending_write is NULL and var.num_pending_reads == 0
+
+
+# --------------------------------------------------------------------------------------------
+# The idle run: push, run and complete in one call
+# --------------------------------------------------------------------------------------------
+
+cdef enum:
+    IDLE_MAX_VARS = 8           # more variables: the ordinary push handles them
+
+
+cdef class IdleRunner:
+    """Runs an eligible op on the calling thread when the whole engine is idle, in one call.
+
+    The twin of ``var_queue.IdleRunner``; ``ThreadedEnginePerDevice.push_sync`` asks it first. On
+    an idle engine the state after push + run + complete equals the state before (every queue
+    empty, ``pending`` 0) but for the written variables' versions, so no op block is made and no
+    worker queue, error check or completion dispatch is touched. See docs/architecture/engine.md,
+    "The idle run". ``run`` answers ``False`` (nothing done) whenever the ordinary path is needed.
+    """
+
+    cdef PendingCounter pending
+    cdef object engine, errors, prof, wstate, run_context, inline_users, last_ctx, last_rctx
+    cdef object slow_push
+    cdef public bint enabled
+    cdef public long long runs          # ops run this way (tests and benchmarks read it)
+
+    def __init__(self, engine, PendingCounter pending not None, errors, prof_state, wstate,
+                 run_context, inline_users, bint enabled):
+        self.engine = engine
+        self.slow_push = type(engine).push_sync
+        self.inline_users = inline_users
+        self.pending = pending
+        self.errors = errors
+        self.prof = prof_state
+        self.wstate = wstate
+        self.run_context = run_context
+        self.enabled = enabled
+        self.runs = 0
+        self.last_ctx = self.last_rctx = None
+
+    def run(self, fn, ctx, const_vars, mutable_vars, int prop=0, name=None):
+        """Run ``fn`` now if the engine is idle and the op may run inline; ``True`` when done."""
+        cdef tuple reads, writes
+        cdef Py_ssize_t nr, nw, n_done = 0, i, j
+        cdef PyObject* done_reads[IDLE_MAX_VARS]
+        cdef ThreadedVar v
+        cdef VarBlock* blk
+        cdef bint dup
+        if not self.enabled or prop != 0 or self.pending.value != 0:
+            return False
+        reads = const_vars if type(const_vars) is tuple else tuple(const_vars)
+        writes = mutable_vars if type(mutable_vars) is tuple else tuple(mutable_vars)
+        nr, nw = len(reads), len(writes)
+        if nr > IDLE_MAX_VARS or nw > IDLE_MAX_VARS:
+            return False
+        # Everything that may run Python code comes first (bulking and inline scopes: push_sync) ...
+        if self.engine._bulkers or self.inline_users.count:
+            return False
+        if self.prof.recording or self.errors.tainted or not getattr(fn, "may_run_inline", False):
+            return False
+        if ctx is not None and ctx.device_typeid == 2:      # gpu: kernels are asynchronous there
+            return False
+        if name is None:
+            name = getattr(fn, "__name__", "op")
+        rctx = self.last_rctx
+        if ctx is not self.last_ctx:
+            rctx = self.run_context(ctx, False, None)
+            self.last_ctx, self.last_rctx = ctx, rctx
+        # ... then, with no Python code in between (the GIL makes it one step): the engine is idle,
+        # every variable is a distinct idle ThreadedVar, and the op is registered on them.
+        if self.pending.value != 0:
+            return False
+        for i in range(nw):
+            if type(writes[i]) is not ThreadedVar:
+                return False
+            v = <ThreadedVar>writes[i]
+            if v.pending_write is not NULL or v.num_pending_reads != 0:
+                return False
+            for j in range(i):
+                if writes[j] is v:
+                    return False
+        for i in range(nr):
+            if type(reads[i]) is not ThreadedVar:
+                return False
+            v = <ThreadedVar>reads[i]
+            if v.pending_write is not NULL or v.num_pending_reads != 0:
+                return False
+        for i in range(nw):
+            v = <ThreadedVar>writes[i]
+            blk = v.head
+            blk.next = _new_block()
+            blk.write = True               # trigger stays NULL: no op block stands behind it
+            v.head = blk.next
+            v.pending_write = blk
+            v.num_pending_reads = C_WRITE_TRIGGERED
+        for i in range(nr):                # each distinct read not also written, as OprBlock keeps
+            v = <ThreadedVar>reads[i]
+            dup = False
+            for j in range(nw):
+                if writes[j] is v:
+                    dup = True
+            for j in range(n_done):
+                if done_reads[j] == <PyObject*>v:
+                    dup = True
+            if not dup:
+                v.num_pending_reads += 1
+                done_reads[n_done] = <PyObject*>v
+                n_done += 1
+        self.pending.value = 1
+        # Run it as a worker would (``worker_state.op_name`` names it: a wait inside is refused).
+        wstate = self.wstate
+        outer = getattr(wstate, "op_name", None)
+        wstate.op_name = name
+        exc = None
+        try:
+            fn(rctx)
+        except BaseException as e:  # noqa: BLE001 - stored on the outputs, raised at a wait
+            exc = e
+        wstate.op_name = outer
+        if exc is not None:
+            # The rare case: the engine's own completion stores the error with every rule.
+            self.engine._idle_failed(fn, ctx, tuple([<object>done_reads[j] for j in range(n_done)]),
+                                     writes, name, exc)
+            return True
+        cdef list ready = []
+        for j in range(n_done):
+            v = <ThreadedVar>done_reads[j]
+            _complete_read(v, ready, True)
+            if v.retired is not None:
+                _take_retired(v, ready)
+        for i in range(nw):
+            v = <ThreadedVar>writes[i]
+            _complete_write(v, ready, True)
+            if v.retired is not None:
+                _take_retired(v, ready)
+        self.runs += 1
+        if ready:                          # something was pushed on these variables meanwhile
+            self.engine._idle_finish(ready)
+            return True
+        self.pending.value -= 1
+        if self.engine._sleepers:          # read after the count drops (see _complete)
+            self.engine._idle_wake(self.pending.value)
+        return True
+
+    def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=0, priority=0, name=None):
+        """The engine's ``push_sync``: the idle run when ``run`` takes the op, else the class's
+        ``push_sync`` (the ordinary path)."""
+        if not self.run(fn, ctx, const_vars, mutable_vars, prop, name):
+            self.slow_push(self.engine, fn, ctx, const_vars, mutable_vars, prop, priority, name)
+
+    def delete_storage(self, handle, ctx, var):
+        """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``
+        back (``None``: nothing to give) and ``var`` is retired, as ``free_now`` does; any other
+        case goes to the engine's ``_delete_storage``.
+
+        NOTE: an idle variable of a dropped chunk stays idle: nothing can push on it any more.
+        """
+        cdef ThreadedVar v
+        if (self.engine._bulkers or self.prof.recording or type(var) is not ThreadedVar
+                or (<ThreadedVar>var).pending_write is not NULL
+                or (<ThreadedVar>var).num_pending_reads != 0):
+            self.engine._delete_storage(handle, ctx, var)
+            return
+        if handle is not None:
+            pool = handle._pool
+            give = getattr(pool, "_give_back", None)
+            if give is None or not give(pool, handle):
+                self.engine._delete_storage(handle, ctx, var)
+                return
+        v = <ThreadedVar>var
+        v.deleted = True
+        if v.exception is not None:
+            self.errors.mark((v,), None)
+        v.version += 1
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,12 @@
 
 Same contract as the pure-Python ``PoolCore``: identical keys, block sizes, hit/miss pattern (LIFO
 free lists) and counters. Not thread-safe: the pooled manager calls it under its lock.
+
+``lend`` and ``take_back`` are the compiled twins of ``PooledStorageManager._lend_hit`` and
+``_take_back``: a pool hit and a pooled free in one C call each (see their docstrings).
 """
+
+IMPLEMENTATION = "cython"
 
 cdef extern from *:
     int __builtin_clzll(unsigned long long x) nogil
@@ -149,3 +154,63 @@ cdef class PoolCore:
                 "peak_bytes_in_use": self.peak_bytes_in_use, "num_alloc": self.num_alloc,
                 "num_free": self.num_free, "num_pool_hits": self.num_pool_hits,
                 "num_release_all": self.num_release_all}
+
+
+from mxref.storage.handle import FREED as _FREED, Handle as _Handle
+
+
+def lend(pool, Py_ssize_t nbytes):
+    """A handle to a pooled block of ``pool`` for ``nbytes``, or ``None`` when the pool has none
+    (a miss: the caller takes ``pool.alloc``). ``PooledStorageManager._lend_hit``'s twin.
+
+    NOTE: no lock. Every change to the pool (pop, counters) is C code that runs no Python code,
+    so under the GIL it is one step for every other thread, the pool's lock holders included
+    (whose own steps on the free lists and counters are single C calls too); the handle is built
+    after the pool is consistent again, so a collection it triggers may free into the pool.
+    """
+    if type(pool._core) is not PoolCore or nbytes < 0 or nbytes >= (1LL << 60):
+        return None                     # (sizes alloc refuses; C arithmetic stays in range)
+    cdef PoolCore core = <PoolCore>pool._core
+    cdef unsigned long long key = core._bucket(nbytes)
+    cdef list blocks = core._free.get(key)
+    if not blocks:
+        return None
+    block = blocks.pop()
+    cdef long long size = core._block_size(key)
+    core.bytes_pooled -= size
+    core.num_pool_hits += 1
+    core._hand_out(size)
+    handle = _Handle.__new__(_Handle)
+    handle.buffer = block[:nbytes] if pool._host else block
+    handle.size = nbytes
+    handle.ctx = pool.ctx
+    handle._block = block
+    handle._key = key
+    handle._pool = pool
+    return handle
+
+
+def take_back(pool, handle):
+    """Put a live ``handle`` of ``pool`` back on its free list; ``False`` when that is not the
+    whole story (not lent by ``pool``, freed twice, an unpooled strategy): the caller takes
+    ``pool.free``, which raises or frees on the device. ``PooledStorageManager._take_back``'s twin.
+    Lock-free for the reason given in ``lend``."""
+    if type(pool._core) is not PoolCore or handle._pool is not pool:
+        return False
+    cdef PoolCore core = <PoolCore>pool._core
+    if core.kind == KIND_UNPOOLED:
+        return False
+    key, block = handle._key, handle._block
+    cdef unsigned long long k = key
+    cdef list blocks = core._free.get(key)
+    if blocks is None:                  # made before any change: allocating may collect
+        blocks = core._free[key] = []
+    handle._pool = _FREED
+    handle._block = None
+    cdef long long size = core._block_size(k)
+    core.num_free += 1
+    core.bytes_in_use -= size
+    blocks.append(block)
+    core.bytes_pooled += size
+    handle.buffer = None                # last: dropping the view may free memory (no Python code)
+    return True

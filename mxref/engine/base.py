@@ -185,6 +185,49 @@ def run_delete(errors: "ErrorBook", delete_fn: Callable, ctx, var) -> None:
     var.version += 1
 
 
+def _free_nothing(run_ctx) -> None:
+    """Delete function of a variable without memory (never written, or foreign memory)."""
+
+
+def _free_fn(handle) -> Callable:
+    """The delete function that gives ``handle`` back to its pool (``None``: nothing to give)."""
+    if handle is None:
+        return _free_nothing
+
+    def free_fn(run_ctx, handle=handle):
+        _storage_free(handle)
+    return free_fn
+
+
+_storage = None
+
+
+def _storage_free(handle) -> None:
+    global _storage
+    if _storage is None:
+        from .. import storage  # noqa: PLC0415 - storage imports the profiler, which imports the engine
+        _storage = storage
+    _storage.free(handle)
+
+
+def free_now(errors: "ErrorBook", handle, var) -> None:
+    """``run_delete`` of ``_free_fn(handle)`` for a variable nothing is queued on, without the
+    function and the thread's op name: a pool free never waits, so there is no wait to refuse."""
+    if handle is not None:
+        try:
+            _storage_free(handle)
+        except BaseException as exc:  # noqa: BLE001 - travels with the data, as in run_delete
+            err = OpError("DeleteVariable", exc)
+            errors.record(err)
+            errors.mark((var,), err)
+            var.version += 1
+            return
+    var.deleted = True
+    if var.exception is not None:
+        errors.mark((var,), None)
+    var.version += 1
+
+
 class ErrorBook:
     """The error rules shared by every engine (MXNet's ``OnStart``/``OnComplete``/``Throw``, stricter).
 
@@ -343,6 +386,15 @@ class Engine:
     def delete_variable(self, delete_fn: Callable, ctx, var) -> None:
         """Run ``delete_fn(run_ctx)`` after every operation already pushed on ``var``, then retire it."""
         raise NotImplementedError
+
+    def delete_storage(self, handle, ctx, var) -> None:
+        """Give ``handle``'s memory back to its pool (``None``: there is none) after every operation
+        already pushed on ``var``, then retire ``var``: what a dropped array's ``Chunk`` asks for.
+
+        The same as ``delete_variable`` with a function that frees ``handle``; engines that can
+        tell the variable is idle free it at once, without that function (``free_now``).
+        """
+        self.delete_variable(_free_fn(handle), ctx, var)
 
     def wait_for_var(self, var) -> None:
         """Block until every write already pushed on ``var`` is done; raise its stored error, if any."""

@@ -10,6 +10,7 @@ from .base import (
     RunContext,
     check_not_in_worker,
     dedup_vars,
+    free_now,
     run_delete,
     worker_state,
 )
@@ -83,6 +84,9 @@ class NaiveEngine(Engine):
     def delete_variable(self, delete_fn, ctx, var):
         # Everything pushed on var already ran: delete it now, as a DELETE_VAR op would.
         run_delete(self.errors, delete_fn, ctx, var)
+
+    def delete_storage(self, handle, ctx, var):
+        free_now(self.errors, handle, var)      # everything pushed on var already ran
 
     def wait_for_var(self, var):
         check_not_in_worker("wait_for_var")

@@ -21,7 +21,10 @@ declares ``may_run_inline = True`` (the imperative kernel call of ``mx.nd``, for
 most ``MXREF_ENGINE_INLINE_MAX_BYTES``) runs on the pushing thread when the push finds nothing
 else pending in the whole engine (so none of its variables has queued or running work and no
 worker is busy), as the naive engine would run it; otherwise it is queued as usual. See ``_push``
-and docs/architecture/engine.md, "Running on the calling thread".
+and docs/architecture/engine.md, "Running on the calling thread". The common case of that, no
+variable carrying an error and no bulking, is the idle run: ``IdleRunner.push_sync`` (the engine's
+``push_sync``) pushes, runs and completes the op in one call, without an op block; and
+``IdleRunner.delete_storage`` frees a dropped array's memory at once when its variable is idle.
 
 Worker groups, created on first use:
 
@@ -59,6 +62,7 @@ from .base import (
     OpError,
     RunContext,
     check_not_in_worker,
+    free_now,
     in_inline_scope,
     run_delete,
     worker_state,
@@ -173,6 +177,8 @@ class ThreadedEnginePerDevice(Engine):
         self._register = core.register
         self._complete_core = core.complete
         self._retire = core.retire
+        self._idle_var = core.idle
+        self.new_variable = core.ThreadedVar      # the class itself: one call per new array
         self.nthreads = {
             "cpu_worker": cpu_worker_nthreads or env_int("MXNET_CPU_WORKER_NTHREADS", 1),
             "cpu_priority": cpu_priority_nthreads or env_int("MXNET_CPU_PRIORITY_NTHREADS", 4),
@@ -182,10 +188,15 @@ class ThreadedEnginePerDevice(Engine):
         self.max_pending = max_pending or env_int("MXREF_ENGINE_MAX_PENDING", 65536)
         if self.max_pending < 1:
             raise MXNetError(f"MXREF_ENGINE_MAX_PENDING must be >= 1, got {self.max_pending}")
-        self.run_inline = env_bool("MXREF_ENGINE_RUN_INLINE", True) if run_inline is None \
-            else bool(run_inline)
         self.errors = ErrorBook()
         self._pending = core.PendingCounter()
+        self._idle = core.IdleRunner(self, self._pending, self.errors, _prof, worker_state, RunContext,
+                                     _inline_users, env_bool("MXREF_ENGINE_RUN_INLINE", True)
+                                     if run_inline is None else bool(run_inline))
+        # One call for push_sync when the engine is idle: the runner's push_sync runs the op or
+        # hands it to the class's push_sync below (a patched instance attribute still sees all).
+        self.push_sync = self._idle.push_sync
+        self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
         self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
         self._sleepers = 0
         self._groups: Dict[tuple, _WorkerGroup] = {}
@@ -197,6 +208,15 @@ class ThreadedEnginePerDevice(Engine):
         _ENGINES.add(self)
         if env_bool("MXNET_ENGINE_INFO", False):
             sys.stderr.write(f"[mxref engine] {self.describe()}\n")
+
+    @property
+    def run_inline(self) -> bool:
+        """Whether an eligible op may run on the pushing thread when the engine is idle."""
+        return self._idle.enabled
+
+    @run_inline.setter
+    def run_inline(self, value: bool) -> None:
+        self._idle.enabled = bool(value)
 
     # ----------------------------------------------------------------------------------- push
     def new_variable(self):
@@ -228,8 +248,35 @@ class ThreadedEnginePerDevice(Engine):
                 return
             if bulk.fns:
                 self._flush_bulk(bulk)
+        if self._idle.run(fn, ctx, const_vars, mutable_vars, prop, name):
+            return     # the idle run: pushed, run here and completed (see IdleRunner)
         self._push(self._Opr(fn, ctx, const_vars, mutable_vars, prop, priority,
                              name or getattr(fn, "__name__", "op"), True))
+
+    def _idle_failed(self, fn, ctx, reads, writes, name, exc) -> None:
+        """An op of the idle run raised: complete it as ``_run_here`` does a failed one (the error
+        is stored on its outputs and raised at the next wait; Ctrl-C goes on at once)."""
+        blk = self._Opr(fn, ctx, reads, writes, _NORMAL, 0, name, True)
+        blk.callback = self._on_complete
+        blk.epoch = self.errors.epoch
+        self._finish_here(blk, exc)
+
+    def _idle_finish(self, ready) -> None:
+        """The idle run's op released others (pushed meanwhile) or retire tokens: hand them on as
+        ``_complete`` does, then stop counting the op as pending."""
+        for nxt in ready:
+            if nxt.__class__ is tuple:
+                self._run_delete(*nxt)
+        left = self._pending.dec()
+        self._idle_wake(left)
+        for nxt in ready:
+            if nxt.__class__ is not tuple:
+                self._dispatch(nxt, False)
+
+    def _idle_wake(self, left: int) -> None:
+        if self._sleepers and (left == 0 or left == self.max_pending):
+            with self._cond:
+                self._cond.notify_all()
 
     def _push_inline(self, fn, ctx, const_vars, mutable_vars, prop, priority, name, sync) -> None:
         """A push from inside ``inline_scope``: never bulked, run on the thread that makes it ready."""
@@ -242,7 +289,7 @@ class ThreadedEnginePerDevice(Engine):
         blk.callback = self._on_complete
         blk.epoch = self.errors.epoch
         pending = self._pending.inc()
-        if pending == 1 and self.run_inline and blk.prop == _NORMAL and not blk.flags \
+        if pending == 1 and self._idle.enabled and blk.prop == _NORMAL and not blk.flags \
                 and getattr(blk.fn, "may_run_inline", False) and not _prof.recording:
             ctx = blk.ctx
             if ctx is None or ctx.device_typeid != _GPU:
@@ -279,17 +326,21 @@ class ThreadedEnginePerDevice(Engine):
             self._execute(blk, None)      # the skip rules and async ops: exactly as on a worker
             _drop_caller_frames(blk.error)
         else:
-            # ``_execute``'s clean case (no skip rules, no profiling here): the hot path of mx.nd.
-            exc = _call(blk, RunContext(blk.ctx, False, None))
-            self._complete(blk, exc)
-            if exc is not None and exc.__class__ is KeyboardInterrupt:
-                # Ctrl-C inside the op, on this very thread: as on the naive engine the interrupt
-                # goes on now (the outputs carry it), not as an op error at some later wait.
-                with errors._lock:
-                    if blk.error in errors.live:
-                        errors.live.remove(blk.error)
-                raise exc
-            _drop_caller_frames(blk.error)
+            # ``_execute``'s clean case (no skip rules, no profiling here).
+            self._finish_here(blk, _call(blk, RunContext(blk.ctx, False, None)))
+
+    def _finish_here(self, blk, exc) -> None:
+        """Complete ``blk``, run on this thread, with what its function raised (or ``None``)."""
+        errors = self.errors
+        self._complete(blk, exc)
+        if exc is not None and exc.__class__ is KeyboardInterrupt:
+            # Ctrl-C inside the op, on this very thread: as on the naive engine the interrupt
+            # goes on now (the outputs carry it), not as an op error at some later wait.
+            with errors._lock:
+                if blk.error in errors.live:
+                    errors.live.remove(blk.error)
+            raise exc
+        _drop_caller_frames(blk.error)
 
     def _throttle(self) -> None:
         """Back-pressure: block the pushing thread until the pending count is under the bound."""
@@ -318,6 +369,18 @@ class ThreadedEnginePerDevice(Engine):
         if self._retire(var, (delete_fn, ctx, var)):
             self._run_delete(delete_fn, ctx, var)
         # else: parked on var; _complete runs it when var's last queued op completes
+
+    def _delete_storage(self, handle, ctx, var) -> None:
+        """``delete_storage`` where the idle runner's one call does not do it all (bulked ops
+        pending, profiling, a busy variable, a handle its pool does not take back at once)."""
+        if self._bulkers and self._bulk.fns:
+            self._flush_bulk(self._bulk)
+        if type(var) is self.core.ThreadedVar and self._idle_var(var) and not _prof.recording:
+            # NOTE: nothing is queued on var, and nothing can be any more (its last array is
+            # gone), so the delete runs now, as retire would have it, minus the parked token.
+            free_now(self.errors, handle, var)
+        else:
+            super().delete_storage(handle, ctx, var)
 
     def _run_delete(self, delete_fn, ctx, var) -> None:
         t0 = time.perf_counter_ns() if _prof.recording else 0
@@ -527,6 +590,12 @@ class ThreadedEnginePerDevice(Engine):
         self._cond = threading.Condition()
         self._sleepers = 0
         self._pending = self.core.PendingCounter()
+        self._idle = self.core.IdleRunner(self, self._pending, self.errors, _prof, worker_state,
+                                          RunContext, _inline_users, self._idle.enabled)
+        # One call for push_sync when the engine is idle: the runner's push_sync runs the op or
+        # hands it to the class's push_sync below (a patched instance attribute still sees all).
+        self.push_sync = self._idle.push_sync
+        self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
 
     def describe(self) -> dict:
         """Engine type, active core (cython/python), thread counts, running groups, bound."""

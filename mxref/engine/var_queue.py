@@ -29,8 +29,8 @@ from typing import List, Optional, Sequence
 from ..base import MXNetError
 from .base import dedup_vars
 
-__all__ = ["WRITE_TRIGGERED", "OprBlock", "ThreadedVar", "register", "complete", "retire", "FIFOQueue",
-           "PriorityQueue", "PendingCounter", "IMPLEMENTATION"]
+__all__ = ["WRITE_TRIGGERED", "OprBlock", "ThreadedVar", "register", "complete", "retire", "idle",
+           "IdleRunner", "FIFOQueue", "PriorityQueue", "PendingCounter", "IMPLEMENTATION"]
 
 IMPLEMENTATION = "python"
 WRITE_TRIGGERED = -1
@@ -252,6 +252,147 @@ def _take_retired(v: ThreadedVar, out: list) -> None:
         if v._retired is not None and v._pending_write is None and v._num_pending_reads == 0:
             out.extend(v._retired)
             v._retired = None
+
+
+def idle(var: ThreadedVar) -> bool:
+    """Nothing is queued on or running against ``var`` (a delete of it may run at once)."""
+    return var._pending_write is None and var._num_pending_reads == 0
+
+
+_IDLE_MAX_VARS = 8          # more variables: the ordinary push handles them
+
+
+class IdleRunner:
+    """Runs an eligible op on the calling thread when the whole engine is idle, in one call.
+
+    ``ThreadedEnginePerDevice.push_sync`` asks it first. On an idle engine the state after push +
+    run + complete equals the state before (every queue empty, ``pending`` 0) but for the written
+    variables' versions, so no op block is made and no worker queue, error check or completion
+    dispatch is touched. See docs/architecture/engine.md, "The idle run". ``run`` answers ``False``
+    (nothing done) whenever the ordinary path is needed.
+    """
+
+    __slots__ = ("engine", "pending", "errors", "prof", "wstate", "run_context", "inline_users",
+                 "last_ctx", "last_rctx", "enabled", "runs", "slow_push")
+
+    def __init__(self, engine, pending: "PendingCounter", errors, prof_state, wstate, run_context,
+                 inline_users, enabled: bool):
+        self.engine = engine
+        self.slow_push = type(engine).push_sync
+        self.inline_users = inline_users
+        self.pending = pending
+        self.errors = errors
+        self.prof = prof_state
+        self.wstate = wstate
+        self.run_context = run_context
+        self.enabled = bool(enabled)
+        self.runs = 0               # ops run this way (tests and benchmarks read it)
+        self.last_ctx = self.last_rctx = None
+
+    def run(self, fn, ctx, const_vars, mutable_vars, prop: int = 0, name=None) -> bool:
+        """Run ``fn`` now if the engine is idle and the op may run inline; ``True`` when done."""
+        if not self.enabled or prop != 0 or self.pending.value != 0:
+            return False
+        reads, writes = tuple(const_vars), tuple(mutable_vars)
+        if len(reads) > _IDLE_MAX_VARS or len(writes) > _IDLE_MAX_VARS:
+            return False
+        if self.engine._bulkers or self.inline_users.count:     # push_sync's business
+            return False
+        if self.prof.recording or self.errors.tainted or not getattr(fn, "may_run_inline", False):
+            return False
+        if ctx is not None and ctx.device_typeid == 2:      # gpu: kernels are asynchronous there
+            return False
+        if name is None:
+            name = getattr(fn, "__name__", "op")
+        rctx = self.last_rctx
+        if ctx is not self.last_ctx:
+            rctx = self.run_context(ctx, False, None)
+            self.last_ctx, self.last_rctx = ctx, rctx
+        for v in (*writes, *reads):
+            if type(v) is not ThreadedVar:
+                return False
+        if len(set(writes)) != len(writes):
+            return False
+        own = []            # each distinct read not also written, as OprBlock keeps them
+        for v in reads:
+            if v not in writes and v not in own:
+                own.append(v)
+        # NOTE: a push takes the pending counter's lock before it registers anywhere, so holding it
+        # from the idle test to the end of our registration makes the two one step, as the GIL
+        # does for the Cython twin.
+        with self.pending._lock:
+            if self.pending.value != 0:
+                return False
+            for v in (*writes, *own):
+                if not (v._pending_write is None and v._num_pending_reads == 0):
+                    return False
+            for v in writes:
+                v.append_write(None)      # no op block stands behind it
+            for v in own:
+                v.append_read(None)
+            self.pending.value = 1
+        wstate = self.wstate
+        outer = getattr(wstate, "op_name", None)
+        wstate.op_name = name
+        exc = None
+        try:
+            fn(rctx)
+        except BaseException as e:  # noqa: BLE001 - stored on the outputs, raised at a wait
+            exc = e
+        wstate.op_name = outer
+        if exc is not None:
+            # The rare case: the engine's own completion stores the error with every rule.
+            self.engine._idle_failed(fn, ctx, tuple(own), writes, name, exc)
+            return True
+        ready = []
+        for v in own:
+            nxt = v.complete_read()
+            if nxt is not None and nxt.decr_wait():
+                ready.append(nxt)
+            if v._retired is not None:
+                _take_retired(v, ready)
+        for v in writes:
+            for nxt in v.complete_write():
+                if nxt.decr_wait():
+                    ready.append(nxt)
+            if v._retired is not None:
+                _take_retired(v, ready)
+        self.runs += 1
+        if ready:                          # something was pushed on these variables meanwhile
+            self.engine._idle_finish(ready)
+            return True
+        left = self.pending.dec()
+        if self.engine._sleepers:          # read after the count drops (see _complete)
+            self.engine._idle_wake(left)
+        return True
+
+    def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=0, priority=0, name=None):
+        """The engine's ``push_sync``: the idle run when ``run`` takes the op, else the class's
+        ``push_sync`` (the ordinary path)."""
+        if not self.run(fn, ctx, const_vars, mutable_vars, prop, name):
+            self.slow_push(self.engine, fn, ctx, const_vars, mutable_vars, prop, priority, name)
+
+    def delete_storage(self, handle, ctx, var) -> None:
+        """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``
+        back (``None``: nothing to give) and ``var`` is retired, as ``free_now`` does; any other
+        case goes to the engine's ``_delete_storage``.
+
+        NOTE: an idle variable of a dropped chunk stays idle: nothing can push on it any more.
+        """
+        if (self.engine._bulkers or self.prof.recording or type(var) is not ThreadedVar
+                or not idle(var)):
+            self.engine._delete_storage(handle, ctx, var)
+            return
+        if handle is not None:
+            pool = handle._pool
+            give = getattr(pool, "_give_back", None)
+            if give is None or not give(pool, handle):
+                self.engine._delete_storage(handle, ctx, var)
+                return
+        var.deleted = True
+        if var.exception is not None:
+            self.errors.mark((var,), None)
+        var.version += 1
 
 
 class FIFOQueue:

@@ -67,11 +67,6 @@ class Chunk:
                 if handle is not None:
                     _storage.free(handle)
                 return
-            if handle is None:
-                free_fn = _free_nothing
-            else:
-                def free_fn(run_ctx, handle=handle):
-                    _storage.free(handle)
-            eng.delete_variable(free_fn, self.ctx, self.var)
+            eng.delete_storage(handle, self.ctx, self.var)
         except Exception:  # noqa: BLE001
             pass

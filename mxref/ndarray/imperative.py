@@ -399,8 +399,25 @@ class _KernelCall:
         # finished operation object around for a while (to reuse it, or as the last one run).
         self.arrays = None
         data = [x._data() for x in arrays]
-        self.kernel(OpContext(self.is_train, self.ctx, self.resources, run_ctx), self.params,
+        self.kernel(_op_context(self.is_train, self.ctx, self.resources, run_ctx), self.params,
                     data[:n], data[n:], self.req)
+
+
+_last_op_context = None
+
+
+def _op_context(is_train: bool, ctx, resources, run_ctx) -> OpContext:
+    """An ``OpContext`` for one kernel call: the last one made when it has no resources and the
+    same run context, context and mode (nothing writes an OpContext: kernels only read it), so the
+    idle run, which passes one ``RunContext`` per context, makes none per call."""
+    global _last_op_context
+    last = _last_op_context
+    if (resources or last is None or last.run_ctx is not run_ctx or last.ctx is not ctx
+            or last.is_train is not is_train):
+        last = OpContext(is_train, ctx, resources, run_ctx)
+        if not resources:
+            _last_op_context = last
+    return last
 
 
 def check_req(op: OpDef, req, outputs) -> None:

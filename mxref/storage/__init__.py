@@ -27,12 +27,15 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
+from .. import profiler as _profiler
 from ..base import MXNetError
 from ..context import memory_limit
 from .bookkeeping import STAT_KEYS
 from .handle import FREED, Handle
 from .manager import core_kind, get_manager, managers, reset, set_core
 from .pool import PooledStorageManager
+
+_prof = _profiler._state
 
 __all__ = ["Handle", "alloc", "free", "direct_free", "release_all", "stats", "describe",
            "get_manager", "set_core", "core_kind", "reset", "PooledStorageManager"]
@@ -43,12 +46,20 @@ def alloc(nbytes: int, ctx) -> Handle:
 
     Raises ``MXNetError`` when the device is out of memory even after releasing the pool.
     """
-    return get_manager(ctx).alloc(nbytes)
+    mgr = get_manager(ctx)
+    if not _prof.recording:          # a pool hit in one call (profiling records every alloc)
+        handle = mgr._lend(mgr, nbytes)
+        if handle is not None:
+            return handle
+    return mgr.alloc(nbytes)
 
 
 def free(handle: Handle) -> None:
     """Give ``handle``'s memory back to its pool for reuse. Freeing twice raises ``MXNetError``."""
     owner = getattr(handle, "_pool", None)
+    if owner.__class__ is PooledStorageManager and not _prof.recording \
+            and owner._give_back(owner, handle):
+        return                       # back on its free list in one call
     if not isinstance(owner, PooledStorageManager):
         raise _not_lent(handle, owner, "free")
     owner.free(handle)

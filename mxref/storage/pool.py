@@ -12,6 +12,7 @@ The bookkeeping (keys, free lists, counters) lives in ``PoolCore``: the Cython
 """
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Dict, Optional
 
@@ -29,6 +30,15 @@ __all__ = ["PooledStorageManager"]
 
 # Far beyond any real device; keeps the C arithmetic of the Cython twin from overflowing.
 _MAX_REQUEST = 1 << 60
+
+
+def _fast_paths(core):
+    """``(lend, take_back)`` for a pool with bookkeeping ``core``: the compiled pair when ``core``
+    is the Cython ``PoolCore``, else the Python methods (the readable twins)."""
+    mod = sys.modules.get(type(core).__module__)
+    if getattr(mod, "IMPLEMENTATION", None) == "cython" and hasattr(mod, "lend"):
+        return mod.lend, mod.take_back
+    return PooledStorageManager._lend_hit, PooledStorageManager._take_back
 
 
 class PooledStorageManager:
@@ -64,6 +74,10 @@ class PooledStorageManager:
         self.core_kind = "python" if isinstance(self._core, PoolCore) else "cython"
         # Host blocks are numpy arrays: hand out an exact-size view. Device blocks go out whole.
         self._host = ctx.device_type != "gpu"
+        self._unpooled = strategy.kind == "Unpooled"
+        # The hit path of alloc and the pooled path of free, compiled with the Cython bookkeeping;
+        # plain functions taking the pool first, called as ``pool._lend(pool, n)``.
+        self._lend, self._give_back = _fast_paths(self._core)
         # Re-entrant: the device allocation inside ``alloc`` can run the garbage collector, whose
         # ``Chunk.__del__`` frees another block into this pool on the same thread. The pool's
         # state is consistent at that point (a miss is only recorded after the allocation).
@@ -92,6 +106,44 @@ class PooledStorageManager:
         handle._key = key
         handle._pool = self
         return handle
+
+    def _lend_hit(self, nbytes: int) -> Optional[Handle]:
+        """``alloc``'s pool hit alone: a handle to a pooled block for ``nbytes``, or ``None`` (a
+        miss, or a request ``alloc`` must check). ``storage.alloc`` asks it first while nobody
+        profiles; the compiled twin is ``storage_core.lend``."""
+        if not 0 <= nbytes < _MAX_REQUEST:
+            return None
+        core = self._core
+        with self._lock:
+            key = core.bucket(nbytes)
+            block = core.take(key)
+        if block is None:
+            return None
+        handle = Handle.__new__(Handle)
+        handle.buffer = block[:nbytes] if self._host else block
+        handle.size = nbytes
+        handle.ctx = self.ctx
+        handle._block = block
+        handle._key = key
+        handle._pool = self
+        return handle
+
+    def _take_back(self, handle: Handle) -> bool:
+        """``free`` of a live handle of this pool into its free list, or ``False`` (``free`` does
+        the rest: a foreign or freed handle's error, an unpooled strategy's device free).
+        ``storage.free`` asks it first while nobody profiles; the compiled twin is
+        ``storage_core.take_back``."""
+        if self._unpooled:
+            return False
+        with self._lock:
+            if handle._pool is not self:
+                return False
+            key, block = handle._key, handle._block
+            handle._pool = FREED
+            handle._block = None
+            self._core.give(key, block)
+            handle.buffer = None
+        return True
 
     def free(self, handle: Handle) -> None:
         """Give ``handle``'s block back to the pool (the device keeps the memory)."""

@@ -8,7 +8,6 @@ import pytest
 import mxref as mx
 from mxref import engine, storage
 from mxref.engine.base import worker_state
-from mxref.ndarray import chunk as chunk_module
 
 
 def test_array_defaults_to_float32_like_mxnet(any_engine):
@@ -199,26 +198,27 @@ def test_deleting_an_array_frees_through_the_engine(any_engine, monkeypatch):
     """Dropping the last reference deletes the variable via the engine, which frees the memory;
     memory that was never allocated frees nothing."""
     eng = engine.get()
-    deleted, freed = {}, []
-    real_delete = eng.delete_variable
-    monkeypatch.setattr(eng, "delete_variable",
-                        lambda fn, ctx, var: (deleted.__setitem__(id(var), fn), real_delete(fn, ctx, var)))
-    monkeypatch.setattr(storage, "free", freed.append)
+    deleted = {}
+    real_delete = eng.delete_storage
+    monkeypatch.setattr(eng, "delete_storage",
+                        lambda h, ctx, var: (deleted.__setitem__(id(var), h), real_delete(h, ctx, var)))
     a = mx.nd.ones((3,))
     a.wait_to_read()
     handle, var = a._chunk.handle, a._chunk.var
+    in_use = storage.stats(a.context)["bytes_in_use"]
     view = a[1:]
     del a
     gc.collect()
     assert id(var) not in deleted               # the view still holds the chunk
     del view
     _settle()
-    assert id(var) in deleted and any(h is handle for h in freed)
+    assert id(var) in deleted and deleted[id(var)] is handle and var.deleted
+    assert handle._pool == "freed" and storage.stats(mx.cpu())["bytes_in_use"] < in_use
     e = mx.nd.empty((3,))
     evar = e._chunk.var
     del e
     _settle()
-    assert deleted[id(evar)] is chunk_module._free_nothing
+    assert id(evar) in deleted and deleted[id(evar)] is None     # no memory to give back
 
 
 def test_arrays_outliving_an_engine_switch_free_their_memory_directly(monkeypatch):
@@ -234,6 +234,7 @@ def test_arrays_outliving_an_engine_switch_free_their_memory_directly(monkeypatc
     try:
         new = engine.get()
         monkeypatch.setattr(new, "delete_variable", lambda *args: pytest.fail("foreign variable"))
+        monkeypatch.setattr(new, "delete_storage", lambda *args: pytest.fail("foreign variable"))
         del a
         gc.collect()
         assert freed == [handle]
