@@ -190,13 +190,8 @@ class ThreadedEnginePerDevice(Engine):
             raise MXNetError(f"MXREF_ENGINE_MAX_PENDING must be >= 1, got {self.max_pending}")
         self.errors = ErrorBook()
         self._pending = core.PendingCounter()
-        self._idle = core.IdleRunner(self, self._pending, self.errors, _prof, worker_state, RunContext,
-                                     _inline_users, env_bool("MXREF_ENGINE_RUN_INLINE", True)
-                                     if run_inline is None else bool(run_inline))
-        # One call for push_sync when the engine is idle: the runner's push_sync runs the op or
-        # hands it to the class's push_sync below (a patched instance attribute still sees all).
-        self.push_sync = self._idle.push_sync
-        self.delete_storage = self._idle.delete_storage     # a dropped array: one call when idle
+        self._start_idle_runner(env_bool("MXREF_ENGINE_RUN_INLINE", True) if run_inline is None
+                                else bool(run_inline))
         self._cond = threading.Condition()        # wait_for_all and back-pressure sleep here
         self._sleepers = 0
         self._groups: Dict[tuple, _WorkerGroup] = {}
@@ -590,8 +585,12 @@ class ThreadedEnginePerDevice(Engine):
         self._cond = threading.Condition()
         self._sleepers = 0
         self._pending = self.core.PendingCounter()
+        self._start_idle_runner(self._idle.enabled)
+
+    def _start_idle_runner(self, enabled: bool) -> None:
+        """A fresh idle runner over this engine's pending counter (at start and after a fork)."""
         self._idle = self.core.IdleRunner(self, self._pending, self.errors, _prof, worker_state,
-                                          RunContext, _inline_users, self._idle.enabled)
+                                          RunContext, _inline_users, enabled)
         # One call for push_sync when the engine is idle: the runner's push_sync runs the op or
         # hands it to the class's push_sync below (a patched instance attribute still sees all).
         self.push_sync = self._idle.push_sync
