@@ -98,6 +98,10 @@ class PooledStorageManager:
                 core.track_new(key)
             if _prof.recording:
                 _profiler.record_memory(self.ctx, core.bytes_in_use)
+        return self._handle(block, nbytes, key)
+
+    def _handle(self, block, nbytes: int, key) -> Handle:
+        """A handle to ``nbytes`` of the pooled ``block`` (bucket ``key``), as alloc and a hit give it."""
         handle = Handle.__new__(Handle)
         handle.buffer = block[:nbytes] if self._host else block
         handle.size = nbytes
@@ -119,14 +123,7 @@ class PooledStorageManager:
             block = core.take(key)
         if block is None:
             return None
-        handle = Handle.__new__(Handle)
-        handle.buffer = block[:nbytes] if self._host else block
-        handle.size = nbytes
-        handle.ctx = self.ctx
-        handle._block = block
-        handle._key = key
-        handle._pool = self
-        return handle
+        return self._handle(block, nbytes, key)
 
     def _take_back(self, handle: Handle) -> bool:
         """``free`` of a live handle of this pool into its free list, or ``False`` (``free`` does
