@@ -463,7 +463,7 @@ cdef class IdleRunner:
             if type(writes[i]) is not ThreadedVar:
                 return False
             v = <ThreadedVar>writes[i]
-            if v.pending_write is not NULL or v.num_pending_reads != 0:
+            if not idle(v):
                 return False
             for j in range(i):
                 if writes[j] is v:
@@ -471,8 +471,7 @@ cdef class IdleRunner:
         for i in range(nr):
             if type(reads[i]) is not ThreadedVar:
                 return False
-            v = <ThreadedVar>reads[i]
-            if v.pending_write is not NULL or v.num_pending_reads != 0:
+            if not idle(<ThreadedVar>reads[i]):
                 return False
         for i in range(nw):
             v = <ThreadedVar>writes[i]

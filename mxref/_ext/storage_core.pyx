@@ -100,7 +100,7 @@ cdef class PoolCore:
         if self.bytes_in_use > self.peak_bytes_in_use:
             self.peak_bytes_in_use = self.bytes_in_use
 
-    def take(self, key):
+    cpdef take(self, key):
         """Pop the most recently freed block of bucket ``key`` (a hit), or ``None`` (a miss)."""
         cdef list blocks = self._free.get(key)
         if not blocks:
@@ -172,14 +172,9 @@ def lend(pool, Py_ssize_t nbytes):
         return None                     # (sizes alloc refuses; C arithmetic stays in range)
     cdef PoolCore core = <PoolCore>pool._core
     cdef unsigned long long key = core._bucket(nbytes)
-    cdef list blocks = core._free.get(key)
-    if not blocks:
+    block = core.take(key)
+    if block is None:
         return None
-    block = blocks.pop()
-    cdef long long size = core._block_size(key)
-    core.bytes_pooled -= size
-    core.num_pool_hits += 1
-    core._hand_out(size)
     handle = _Handle.__new__(_Handle)
     handle.buffer = block[:nbytes] if pool._host else block
     handle.size = nbytes
