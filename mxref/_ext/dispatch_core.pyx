@@ -1,17 +1,35 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Cython twin of the tuned ``imperative.invoke`` and its ``_KernelCall``: the same steps, compiled.
+"""Cython twin of the tuned ``imperative.invoke``, its ``_KernelCall``, NDArray's arithmetic
+methods and ``Chunk.__del__``: the same steps, compiled.
 
-The pure-Python twin, ``mxref/ndarray/imperative.py``, is the readable form of this file and the
-one that runs in pure mode; ``invoke_plain.py`` stays the specification of both. This copy does
-the same steps in the same order with the same objects (results are bit-identical, and
-``tests/test_plain_paths.py`` compares the three on the op test cases); only the interpreter's
-work per step is gone: local variables are C variables, the usual arities are C branches, and
-``KernelCall`` is an extension type. ``bind`` hands it the imperative module's caches and hooks
-once, at import.
+The pure-Python twins (``mxref/ndarray/imperative.py``, ``ndarray.py``, ``chunk.py``) are the
+readable form of this file and the ones that run in pure mode; ``invoke_plain.py`` stays the
+specification of all. This copy does the same steps in the same order with the same objects
+(results are bit-identical: ``tests/test_plain_paths.py`` and ``tests/_ext/test_dispatch_core.py``
+compare them); only the interpreter's work per step is gone: local variables are C variables, the
+usual arities are C branches, ``KernelCall`` is an extension type, and the ``__slots__`` fields of
+NDArray, Chunk, the plan and the context are read and written by offset (``slots.pxi``). ``bind``
+hands it the imperative module's caches and hooks once, at import; ``install`` puts the methods
+on the classes.
+
+Where a call goes, in order: ``a + b`` -> ``_add`` -> ``_binary`` (the operator's cached default
+parameters) -> ``_invoke``; a cached plan marked ``simple`` (one output, nothing else to arrange)
+takes ``_invoke_simple``, anything else the general steps below it; both push one ``KernelCall``,
+whose ``__call__`` on the engine runs the kernel on numpy views (``_data_of`` allocates a fresh
+output's memory from the pool at that moment).
 """
 cimport cython
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
+
+
+include "slots.pxi"
+
+
+cdef Py_ssize_t ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
+cdef Py_ssize_t CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
+cdef Py_ssize_t PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE
+cdef Py_ssize_t CX_TYPEID
 
 IMPLEMENTATION = "cython"
 
@@ -31,6 +49,11 @@ cdef object _KERNELS = None
 cdef object _state = None
 cdef object _NORMAL = None
 cdef dict _infer_cache = None
+cdef object _managers = None       # mxref.storage.manager (its ``_last`` pair: the last pool asked)
+cdef object _prof = None           # the profiler's state (its ``recording`` flag)
+cdef object _ndarray_type = None   # numpy.ndarray
+cdef object _storage_mod = None    # mxref.storage (its ``alloc``, checked for a replacement)
+cdef object _storage_alloc = None  # ``storage.alloc`` as bound (a spy or a hook replaces it)
 # The last OpContext without resources, reused while the run context, context and mode are the
 # same (the idle run passes one RunContext per context): see ``imperative._op_context``.
 cdef object _octx = None
@@ -40,6 +63,7 @@ def bind(imperative) -> None:
     """Take the imperative module's helpers and state (called once, at its import)."""
     global _imp, _engine_mod, NDArray, Chunk, OpContext, MXNetError, _plan, _kernel, check_out
     global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL, _infer_cache
+    global _managers, _prof, _ndarray_type, _storage_mod, _storage_alloc
     _imp = imperative
     _engine_mod = imperative._engine_mod
     NDArray = imperative.NDArray
@@ -56,6 +80,61 @@ def bind(imperative) -> None:
     _state = imperative._state
     _NORMAL = imperative._NORMAL
     _infer_cache = imperative._infer_cache
+    global ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
+    global CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
+    global PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, CX_TYPEID
+    ND_CHUNK, ND_SHAPE, ND_DTYPE = _slot(NDArray, "_chunk"), _slot(NDArray, "_shape"), _slot(NDArray, "_dtype")
+    ND_OFFSET, ND_NP = _slot(NDArray, "_offset"), _slot(NDArray, "_np")
+    ND_AG, ND_GRAD = _slot(NDArray, "_ag"), _slot(NDArray, "_grad")
+    CH_VAR, CH_CTX, CH_NBYTES = _slot(Chunk, "var"), _slot(Chunk, "ctx"), _slot(Chunk, "nbytes")
+    CH_HANDLE, CH_ENGINE = _slot(Chunk, "handle"), _slot(Chunk, "engine")
+    plan_cls = imperative._Plan
+    PL_SINGLE, PL_NBYTES = _slot(plan_cls, "single"), _slot(plan_cls, "out_nbytes")
+    PL_KERNEL, PL_KDEV, PL_KSEEN = _slot(plan_cls, "kernel"), _slot(plan_cls, "kernel_dev"), _slot(plan_cls, "kernels_seen")
+    PL_REQ, PL_SMALL, PL_SIMPLE = _slot(plan_cls, "req"), _slot(plan_cls, "small"), _slot(plan_cls, "simple")
+    CX_TYPEID = _slot(type(imperative.current_context()), "device_typeid")
+    import numpy
+    from ..storage import manager
+    from .. import profiler, storage
+    _managers = manager
+    _storage_mod = storage
+    _storage_alloc = storage.alloc
+    _prof = profiler._state
+    _ndarray_type = numpy.ndarray
+
+
+cdef object _data_of(object x):
+    """``x._data()`` (the numpy view of an array's memory), with the first allocation of a fresh
+    host array done here in C calls: the pool's one-call hit (``storage_core.lend``) for the pool
+    ``storage.get_manager`` gave last, then the view. Anything else (a pool miss, another context,
+    the profiler recording, a replaced ``storage.alloc``, device memory, a subclass) takes
+    ``x._data()``, the readable path."""
+    cdef object chunk, last, mgr, handle, buf, view
+    if type(x) is not NDArray:
+        return x._data()
+    chunk = _get(x, ND_CHUNK)
+    if (_get(chunk, CH_HANDLE) is None and not _prof.recording
+            and _storage_mod.alloc is _storage_alloc):
+        last = _managers._last
+        mgr = (<tuple>last)[1]
+        if (<tuple>last)[0] is _get(chunk, CH_CTX) and mgr is not None:
+            handle = mgr._lend(mgr, _get(chunk, CH_NBYTES))
+            if handle is not None:
+                # ``Chunk.data`` allocates under a lock; here a second check does: ``lend`` may
+                # collect garbage (Python code, a thread switch), and two readers of one fresh
+                # chunk on two workers may both get here. The first handle set wins.
+                if _get(chunk, CH_HANDLE) is None:
+                    _put(chunk, CH_HANDLE, handle)
+                else:
+                    mgr._give_back(mgr, handle)
+    handle = _get(chunk, CH_HANDLE)
+    if handle is not None:
+        buf = handle.buffer
+        if type(buf) is _ndarray_type:
+            view = _ndarray_type(_get(x, ND_SHAPE), _get(x, ND_DTYPE), buf, _get(x, ND_OFFSET))
+            _put(x, ND_NP, view)
+            return view
+    return x._data()
 
 
 @cython.freelist(256)
@@ -90,9 +169,10 @@ cdef class KernelCall:
         self.arrays = None
         for i in range(m):
             x = arrays[i]
-            d = x._np                   # the cached view (``NDArray._data``'s first line)
+            # the cached view (``NDArray._data``'s first line)
+            d = _get(x, ND_NP) if type(x) is NDArray else x._np
             if d is None:
-                d = x._data()
+                d = _data_of(x)
             Py_INCREF(d)
             if i < n:
                 PyList_SET_ITEM(ins, i, d)
@@ -109,9 +189,29 @@ cdef class KernelCall:
 
 def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
     """``imperative.invoke`` compiled: push ``op`` on ``inputs``, return all its outputs."""
+    return _invoke(op, pkey, params, inputs, out, ctx, req)
+
+
+cdef object _invoke(op, pkey, params, inputs, out, ctx, req):
     cdef bint sparse = False
     cdef Py_ssize_t n_in = len(inputs), i
     cdef object x, plan, single, eng, var, outputs, mutable_vars, const_vars, resources, kernel
+    # The short path: one or two dense inputs, a cached plan marked ``simple``, no ``req=``.
+    if pkey is not None and req is None and (out is None or type(out) is NDArray):
+        plan = None
+        if n_in == 1:
+            x = inputs[0]
+            if type(x) is NDArray:
+                plan = _infer_cache.get((pkey, _get(x, ND_SHAPE), _get(x, ND_DTYPE)))
+        elif n_in == 2:
+            x, y = inputs[0], inputs[1]
+            if type(x) is NDArray and type(y) is NDArray:
+                plan = _infer_cache.get((pkey, _get(x, ND_SHAPE), _get(x, ND_DTYPE),
+                                         _get(y, ND_SHAPE), _get(y, ND_DTYPE)))
+        if plan is not None and _get(plan, PL_SIMPLE) is True:
+            outputs = _invoke_simple(op, plan, params, inputs, n_in, out)
+            if outputs is not None:
+                return outputs
     if op.sparse_from_dense or (out is not None and type(out) is not NDArray):
         sparse = True
     else:
@@ -191,3 +291,221 @@ def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
     if hook is not None:
         hook(op, params, inputs, outputs)
     return outputs
+
+
+cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
+    """``_invoke``'s steps for a ``simple`` plan and dense inputs, fields read by offset and the
+    output's Chunk and NDArray filled in directly (what their ``__init__``s do); ``None`` when
+    ``out`` does not fit the plan, for the general path to check and report."""
+    cdef object x = inputs[0], cx = _get(x, ND_CHUNK), ctx = _get(cx, CH_CTX), y, cy, c2
+    cdef tuple single = <tuple>_get(plan, PL_SINGLE)
+    cdef object eng, var, chunk, result, kernel, hook
+    cdef tuple const_vars, mutable_vars
+    cdef KernelCall run
+    if n_in == 2:
+        y = inputs[1]
+        cy = _get(y, ND_CHUNK)
+        c2 = _get(cy, CH_CTX)
+        if c2 is not ctx and c2 != ctx:
+            raise MXNetError(f"operator {op.name}: all inputs must be on one context, got "
+                             f"{[str(z.context) for z in inputs]}")
+        const_vars = (_get(cx, CH_VAR), _get(cy, CH_VAR))
+    else:
+        const_vars = (_get(cx, CH_VAR),)
+    if out is not None:
+        chunk = _get(out, ND_CHUNK)
+        if (_get(out, ND_SHAPE) != single[0] or _get(out, ND_DTYPE) != single[1]
+                or _get(chunk, CH_CTX) is not ctx):
+            return None
+        result = out
+        mutable_vars = (_get(chunk, CH_VAR),)
+    eng = _engine_mod._engine
+    if eng is None:
+        eng = _engine_mod.get()
+    if out is None:
+        var = eng.new_variable()
+        chunk = PyType_GenericAlloc(Chunk, 0)          # Chunk(nbytes, ctx, var)
+        _put(chunk, CH_VAR, var)
+        _put(chunk, CH_CTX, ctx)
+        _put(chunk, CH_NBYTES, (<list>_get(plan, PL_NBYTES))[0])
+        _put(chunk, CH_HANDLE, None)
+        _put(chunk, CH_ENGINE, eng)
+        result = PyType_GenericAlloc(NDArray, 0)       # NDArray(chunk, shape, dtype, 0)
+        _put(result, ND_CHUNK, chunk)
+        _put(result, ND_SHAPE, single[0])
+        _put(result, ND_DTYPE, single[1])
+        _put(result, ND_OFFSET, 0)
+        _put(result, ND_NP, None)
+        _put(result, ND_AG, None)
+        _put(result, ND_GRAD, None)
+        mutable_vars = (var,)
+    kernel = _get(plan, PL_KERNEL)
+    if _get(plan, PL_KDEV) != _get(ctx, CX_TYPEID) or _get(plan, PL_KSEEN) != len(_KERNELS):
+        kernel = _kernel(op, plan, ctx)
+    run = KernelCall.__new__(KernelCall)
+    run.arrays = [x, result] if n_in == 1 else [x, y, result]
+    run.n_in = n_in
+    run.kernel = kernel
+    run.is_train = _state.is_train
+    run.ctx = ctx
+    run.resources = ()
+    run.params = params
+    run.req = _get(plan, PL_REQ)
+    run.may_run_inline = _get(plan, PL_SMALL) is True
+    outputs = [result]
+    eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    hook = _imp._record_hook
+    if hook is not None:
+        hook(op, params, inputs, outputs)
+    return outputs
+
+
+# ---------------------------------------------------------------------------------------------
+# NDArray's arithmetic methods, compiled: ``a + b`` without the three Python frames of
+# ``NDArray.__add__`` -> ``_binary`` -> ``invoke_default``. ``install`` puts them on the class;
+# each does what ``NDArray._binary`` / ``_scalar_only`` do (the readable twins, in ndarray.py) and
+# hands over to them whenever the compiled ``invoke`` is not the selected one (plain paths, the
+# pure-Python tuned invoke), so the switches of ``imperative.py`` keep their meaning.
+# ---------------------------------------------------------------------------------------------
+
+cdef object _numeric_types = None
+cdef dict _default_cache = None
+cdef dict _scalar_cache = None
+cdef object _py_binary = None, _py_scalar_only = None
+cdef object _compiled_invoke = invoke
+cdef dict _replaced = None          # what ``install`` replaced (set once)
+
+
+cdef object _binary(self, other, elem, bcast, scalar, out):
+    cdef tuple entry
+    if _imp.invoke is not _compiled_invoke:
+        return _py_binary(self, other, elem, bcast, scalar, out)
+    if isinstance(other, NDArray):
+        if type(other) is NDArray and type(self) is NDArray:
+            same = _get(other, ND_SHAPE) == _get(self, ND_SHAPE)
+        else:
+            same = other._shape == self._shape
+        name = elem if elem is not None and same else bcast
+        entry = _default_cache.get(name)
+        if entry is None:               # the first call: invoke_default fills the cache
+            return _imp.invoke_default(name, [self, other], out)[0]
+        return _invoke(entry[0], name, entry[1], [self, other], out, None, None)[0]
+    if isinstance(other, _numeric_types):
+        key = (scalar, type(other), other)
+        entry = _scalar_cache.get(key)
+        if entry is None:
+            return _imp.invoke_scalar(scalar, self, other, out)[0]
+        return _invoke(entry[0], key, entry[1], [self], out, None, None)[0]
+    return NotImplemented
+
+
+cdef object _scalar_only(self, other, scalar):
+    if _imp.invoke is not _compiled_invoke or not isinstance(other, _numeric_types):
+        return _py_scalar_only(self, other, scalar)
+    key = (scalar, type(other), other)
+    entry = _scalar_cache.get(key)
+    if entry is None:
+        return _imp.invoke_scalar(scalar, self, other)[0]
+    return _invoke(entry[0], key, entry[1], [self], None, None, None)[0]
+
+
+def _add(self, o):
+    return _binary(self, o, "elemwise_add", "broadcast_add", "_plus_scalar", None)
+
+
+def _iadd(self, o):
+    return _binary(self, o, "elemwise_add", "broadcast_add", "_plus_scalar", self)
+
+
+def _sub(self, o):
+    return _binary(self, o, "elemwise_sub", "broadcast_sub", "_minus_scalar", None)
+
+
+def _rsub(self, o):
+    return _scalar_only(self, o, "_rminus_scalar")
+
+
+def _isub(self, o):
+    return _binary(self, o, "elemwise_sub", "broadcast_sub", "_minus_scalar", self)
+
+
+def _mul(self, o):
+    return _binary(self, o, "elemwise_mul", "broadcast_mul", "_mul_scalar", None)
+
+
+def _imul(self, o):
+    return _binary(self, o, "elemwise_mul", "broadcast_mul", "_mul_scalar", self)
+
+
+def _truediv(self, o):
+    return _binary(self, o, "elemwise_div", "broadcast_div", "_div_scalar", None)
+
+
+def _rtruediv(self, o):
+    return _scalar_only(self, o, "_rdiv_scalar")
+
+
+def _itruediv(self, o):
+    return _binary(self, o, "elemwise_div", "broadcast_div", "_div_scalar", self)
+
+
+# Method name -> compiled function; the twins are the methods of the same names in ndarray.py.
+METHODS = {"__add__": _add, "__radd__": _add, "__iadd__": _iadd, "__sub__": _sub, "__rsub__": _rsub,
+           "__isub__": _isub, "__mul__": _mul, "__rmul__": _mul, "__imul__": _imul,
+           "__truediv__": _truediv, "__rtruediv__": _rtruediv, "__itruediv__": _itruediv,
+           "__div__": _truediv, "__rdiv__": _rtruediv, "__idiv__": _itruediv}
+
+
+def install(cls, numeric_types) -> dict:
+    """Put the compiled arithmetic methods on ``cls`` (NDArray) and the compiled ``__del__`` on
+    Chunk; return the Python ones replaced (by name; ``"Chunk.__del__"`` for the last). A second
+    call changes nothing and returns the same dict."""
+    global _numeric_types, _replaced, _default_cache, _scalar_cache, _py_binary, _py_scalar_only
+    if _replaced is not None:
+        return _replaced
+    _numeric_types = numeric_types
+    _default_cache = _imp._default_cache
+    _scalar_cache = _imp._scalar_cache
+    _py_binary = cls._binary
+    _py_scalar_only = cls._scalar_only
+    replaced = {}
+    for name, fn in METHODS.items():
+        replaced[name] = cls.__dict__[name]
+        setattr(cls, name, fn)
+    global _storage, _py_chunk_del
+    from .. import storage
+    _storage = storage
+    _py_chunk_del = Chunk.__dict__["__del__"]
+    replaced["Chunk.__del__"] = _py_chunk_del
+    Chunk.__del__ = _chunk_del
+    _replaced = replaced
+    return replaced
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunk's release, compiled: ``Chunk.__del__`` (chunk.py, the readable twin) with its fields read
+# by offset, installed on the class by ``install``. Runs on whatever thread drops the last
+# reference, and at interpreter shutdown: it never raises.
+# ---------------------------------------------------------------------------------------------
+
+cdef object _storage = None
+cdef object _py_chunk_del = None
+
+
+def _chunk_del(self):
+    if type(self) is not Chunk:         # a subclass (operator.py's borrowed chunk): its own rules
+        _py_chunk_del(self)
+        return
+    try:
+        handle = _get(self, CH_HANDLE)
+        eng = _engine_mod._engine
+        if handle is not None and handle._pool is None:
+            handle = None               # foreign memory (from_numpy, from_dlpack): its owner frees it
+        if eng is not _get(self, CH_ENGINE) or eng is None:
+            # The engine was switched (and drained) since this chunk was made (chunk.py says why).
+            if handle is not None:
+                _storage.free(handle)
+            return
+        eng.delete_storage(handle, _get(self, CH_CTX), _get(self, CH_VAR))
+    except Exception:  # noqa: BLE001
+        pass

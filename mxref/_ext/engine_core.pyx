@@ -429,6 +429,9 @@ cdef class IdleRunner:
 
     def run(self, fn, ctx, const_vars, mutable_vars, int prop=0, name=None):
         """Run ``fn`` now if the engine is idle and the op may run inline; ``True`` when done."""
+        return self._run(fn, ctx, const_vars, mutable_vars, prop, name)
+
+    cdef bint _run(self, fn, ctx, const_vars, mutable_vars, int prop, name) except -1:
         cdef tuple reads, writes
         cdef Py_ssize_t nr, nw, n_done = 0, i, j
         cdef PyObject* done_reads[IDLE_MAX_VARS]
@@ -533,7 +536,7 @@ cdef class IdleRunner:
     def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=0, priority=0, name=None):
         """The engine's ``push_sync``: the idle run when ``run`` takes the op, else the class's
         ``push_sync`` (the ordinary path)."""
-        if not self.run(fn, ctx, const_vars, mutable_vars, prop, name):
+        if not self._run(fn, ctx, const_vars, mutable_vars, prop, name):
             self.slow_push(self.engine, fn, ctx, const_vars, mutable_vars, prop, priority, name)
 
     def delete_storage(self, handle, ctx, var):

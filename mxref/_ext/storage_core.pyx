@@ -158,6 +158,14 @@ cdef class PoolCore:
 
 from mxref.storage.handle import FREED as _FREED, Handle as _Handle
 
+include "slots.pxi"
+
+# Handle's fields, by offset (``slots.pxi``): ``lend`` fills six of them, ``take_back`` reads and
+# clears four, per array a program makes and drops.
+cdef Py_ssize_t H_BUFFER = _slot(_Handle, "buffer"), H_SIZE = _slot(_Handle, "size")
+cdef Py_ssize_t H_CTX = _slot(_Handle, "ctx"), H_BLOCK = _slot(_Handle, "_block")
+cdef Py_ssize_t H_KEY = _slot(_Handle, "_key"), H_POOL = _slot(_Handle, "_pool")
+
 
 def lend(pool, Py_ssize_t nbytes):
     """A handle to a pooled block of ``pool`` for ``nbytes``, or ``None`` when the pool has none
@@ -175,13 +183,13 @@ def lend(pool, Py_ssize_t nbytes):
     block = core.take(key)
     if block is None:
         return None
-    handle = _Handle.__new__(_Handle)
-    handle.buffer = block[:nbytes] if pool._host else block
-    handle.size = nbytes
-    handle.ctx = pool.ctx
-    handle._block = block
-    handle._key = key
-    handle._pool = pool
+    handle = PyType_GenericAlloc(_Handle, 0)       # PooledStorageManager._handle, field by field
+    _put(handle, H_BUFFER, block[:nbytes] if pool._host else block)
+    _put(handle, H_SIZE, nbytes)
+    _put(handle, H_CTX, pool.ctx)
+    _put(handle, H_BLOCK, block)
+    _put(handle, H_KEY, key)
+    _put(handle, H_POOL, pool)
     return handle
 
 
@@ -190,22 +198,22 @@ def take_back(pool, handle):
     whole story (not lent by ``pool``, freed twice, an unpooled strategy): the caller takes
     ``pool.free``, which raises or frees on the device. ``PooledStorageManager._take_back``'s twin.
     Lock-free for the reason given in ``lend``."""
-    if type(pool._core) is not PoolCore or handle._pool is not pool:
+    if type(handle) is not _Handle or type(pool._core) is not PoolCore or _get(handle, H_POOL) is not pool:
         return False
     cdef PoolCore core = <PoolCore>pool._core
     if core.kind == KIND_UNPOOLED:
         return False
-    key, block = handle._key, handle._block
+    key, block = _get(handle, H_KEY), _get(handle, H_BLOCK)
     cdef unsigned long long k = key
     cdef list blocks = core._free.get(key)
     if blocks is None:                  # made before any change: allocating may collect
         blocks = core._free[key] = []
-    handle._pool = _FREED
-    handle._block = None
+    _put(handle, H_POOL, _FREED)
+    _put(handle, H_BLOCK, None)
     cdef long long size = core._block_size(k)
     core.num_free += 1
     core.bytes_in_use -= size
     blocks.append(block)
     core.bytes_pooled += size
-    handle.buffer = None                # last: dropping the view may free memory (no Python code)
+    _put(handle, H_BUFFER, None)        # last: dropping the view may free memory (no Python code)
     return True

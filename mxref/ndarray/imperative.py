@@ -149,7 +149,7 @@ class _Plan:
     """What one (op, params, input shapes, input dtypes) combination needs at every call."""
 
     __slots__ = ("out_shapes", "out_dtypes", "out_nbytes", "mutate", "num_visible", "req", "single",
-                 "kernel", "kernel_dev", "kernels_seen", "small")
+                 "kernel", "kernel_dev", "kernels_seen", "small", "simple")
 
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes = infer_outputs(op, params, shapes, dtypes)
@@ -161,6 +161,10 @@ class _Plan:
         self.kernel, self.kernel_dev, self.kernels_seen = None, None, -1
         in_nbytes = sum(math.prod(sh) * t.itemsize for sh, t in zip(shapes, dtypes))
         self.small = small_enough_inline(in_nbytes + sum(self.out_nbytes))
+        # One output and nothing else to arrange (no resources, no mutated inputs, no copy to
+        # another device, no sparse results): the compiled invoke's short path takes these.
+        self.simple = (self.single is not None and not self.mutate and not op.resources
+                       and op.output_ctx is None and not op.sparse_from_dense)
 
 
 def infer_context(op: OpDef, inputs: Sequence, ctx: Optional[Context]) -> Context:
@@ -546,4 +550,8 @@ _compiled = _loader.load("dispatch_core", "imperative dispatch")
 if _compiled is not None:
     _compiled.bind(sys.modules[__name__])
     _TUNED["invoke"] = _compiled.invoke
+    # ``a + b`` and friends, compiled too; they defer to the Python methods (kept here) whenever
+    # another invoke is selected.
+    from ..base import numeric_types as _numeric_types  # noqa: E402
+    _PYTHON_METHODS = _compiled.install(NDArray, _numeric_types)
 _select(*plain_by_default())
