@@ -28,7 +28,7 @@ include "slots.pxi"
 
 cdef Py_ssize_t ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
 cdef Py_ssize_t CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
-cdef Py_ssize_t PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE
+cdef Py_ssize_t PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, PL_UFUNC
 cdef Py_ssize_t CX_TYPEID
 
 IMPLEMENTATION = "cython"
@@ -82,7 +82,8 @@ def bind(imperative) -> None:
     _infer_cache = imperative._infer_cache
     global ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
     global CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
-    global PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, CX_TYPEID
+    global PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, PL_UFUNC
+    global CX_TYPEID
     ND_CHUNK, ND_SHAPE, ND_DTYPE = _slot(NDArray, "_chunk"), _slot(NDArray, "_shape"), _slot(NDArray, "_dtype")
     ND_OFFSET, ND_NP = _slot(NDArray, "_offset"), _slot(NDArray, "_np")
     ND_AG, ND_GRAD = _slot(NDArray, "_ag"), _slot(NDArray, "_grad")
@@ -92,6 +93,7 @@ def bind(imperative) -> None:
     PL_SINGLE, PL_NBYTES = _slot(plan_cls, "single"), _slot(plan_cls, "out_nbytes")
     PL_KERNEL, PL_KDEV, PL_KSEEN = _slot(plan_cls, "kernel"), _slot(plan_cls, "kernel_dev"), _slot(plan_cls, "kernels_seen")
     PL_REQ, PL_SMALL, PL_SIMPLE = _slot(plan_cls, "req"), _slot(plan_cls, "small"), _slot(plan_cls, "simple")
+    PL_UFUNC = _slot(plan_cls, "ufunc")
     CX_TYPEID = _slot(type(imperative.current_context()), "device_typeid")
     import numpy
     from ..storage import manager
@@ -143,6 +145,7 @@ cdef class KernelCall:
     arrays' memory; ``arrays`` holds the inputs, then the outputs, and is dropped once run."""
 
     cdef public object arrays, kernel, ctx, resources, params, req
+    cdef public object ufunc            # the plan's ufunc, called directly (``_KernelCall``)
     cdef public Py_ssize_t n_in
     cdef public bint is_train
     # A kernel never blocks on another thread: the engine may run a small one on the pushing
@@ -178,6 +181,12 @@ cdef class KernelCall:
                 PyList_SET_ITEM(ins, i, d)
             else:
                 PyList_SET_ITEM(outs, i - n, d)
+        if self.ufunc is not None:
+            if n == 2:
+                self.ufunc(<object>ins[0], <object>ins[1], <object>outs[0])
+            else:
+                self.ufunc(*ins, *outs)
+            return
         octx = _octx
         if (self.resources or octx is None or octx.run_ctx is not run_ctx or octx.ctx is not self.ctx
                 or octx.is_train is not self.is_train):
@@ -285,6 +294,7 @@ cdef object _invoke(op, pkey, params, inputs, out, ctx, req):
     else:
         _imp.check_req(op, req, outputs)
     run = KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
+    run.ufunc = _get(plan, PL_UFUNC) if req is _get(plan, PL_REQ) else None
     run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     hook = _imp._record_hook
@@ -351,6 +361,7 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
     run.resources = ()
     run.params = params
     run.req = _get(plan, PL_REQ)
+    run.ufunc = _get(plan, PL_UFUNC)
     run.may_run_inline = _get(plan, PL_SMALL) is True
     outputs = [result]
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)

@@ -149,7 +149,7 @@ class _Plan:
     """What one (op, params, input shapes, input dtypes) combination needs at every call."""
 
     __slots__ = ("out_shapes", "out_dtypes", "out_nbytes", "mutate", "num_visible", "req", "single",
-                 "kernel", "kernel_dev", "kernels_seen", "small", "simple")
+                 "kernel", "kernel_dev", "kernels_seen", "ufunc", "small", "simple")
 
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes = infer_outputs(op, params, shapes, dtypes)
@@ -158,7 +158,7 @@ class _Plan:
         self.num_visible = op.num_visible_outputs(params)
         self.req = _WRITE.get(len(out_shapes)) or ("write",) * len(out_shapes)
         self.single = (out_shapes[0], out_dtypes[0]) if len(out_shapes) == 1 else None
-        self.kernel, self.kernel_dev, self.kernels_seen = None, None, -1
+        self.kernel, self.kernel_dev, self.kernels_seen, self.ufunc = None, None, -1, None
         in_nbytes = sum(math.prod(sh) * t.itemsize for sh, t in zip(shapes, dtypes))
         self.small = small_enough_inline(in_nbytes + sum(self.out_nbytes))
         # One output and nothing else to arrange (no resources, no mutated inputs, no copy to
@@ -229,6 +229,10 @@ def _kernel(op: OpDef, plan: _Plan, ctx: Context) -> Callable:
         plan.kernel = registry.get_kernel(op, ctx.device_type)
         plan.kernel_dev = ctx.device_typeid
         plan.kernels_seen = len(_KERNELS)
+        # A kernel that is one ufunc (``elemwise.make_kernel``) is that ufunc on a single written
+        # output: ``_KernelCall`` then calls it straight away, with no OpContext to build.
+        ufunc = getattr(plan.kernel, "ufunc", None)
+        plan.ufunc = ufunc if plan.req == ("write",) else None
     return plan.kernel
 
 
@@ -369,6 +373,7 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
     else:
         check_req(op, req, outputs)
     run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
+    run.ufunc = plan.ufunc if req is plan.req else None
     run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
     if _record_hook is not None:
@@ -381,7 +386,7 @@ class _KernelCall:
     inputs, then the outputs)."""
 
     __slots__ = ("arrays", "n_in", "kernel", "is_train", "ctx", "resources", "params", "req",
-                 "may_run_inline")
+                 "may_run_inline", "ufunc")
     # ``may_run_inline``: a kernel never blocks on another thread, so the threaded engine may run a
     # small one (``INLINE_MAX_BYTES``) on the pushing thread when nothing else is pending
     # (``ThreadedEnginePerDevice._push``); ``invoke`` sets it from the plan.
@@ -396,6 +401,7 @@ class _KernelCall:
         self.params = params
         self.req = req
         self.may_run_inline = False
+        self.ufunc = None           # the plan's ufunc: the kernel's own work, called directly
 
     def __call__(self, run_ctx) -> None:
         arrays, n = self.arrays, self.n_in
@@ -403,6 +409,9 @@ class _KernelCall:
         # finished operation object around for a while (to reuse it, or as the last one run).
         self.arrays = None
         data = [x._data() for x in arrays]
+        if self.ufunc is not None:
+            self.ufunc(*data)       # inputs, then the one output: ``kernel`` with req write
+            return
         self.kernel(_op_context(self.is_train, self.ctx, self.resources, run_ctx), self.params,
                     data[:n], data[n:], self.req)
 

@@ -51,6 +51,9 @@ def make_kernel(fn: Callable) -> Callable:
             tmp = np.empty_like(outputs[0])
             fn(*inputs, out=tmp)
             outputs[0] += tmp
+    # For a ufunc, ``write`` is exactly ``fn(*inputs, outputs[0])``: the dispatch calls it
+    # directly for such requests (``imperative._kernel``), a Python frame fewer per small op.
+    kernel.ufunc = fn if isinstance(fn, np.ufunc) else None
     return kernel
 
 

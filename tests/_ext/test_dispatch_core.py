@@ -11,7 +11,8 @@ from mxref.ndarray import imperative
 from mxref.ndarray.chunk import Chunk
 from mxref.ndarray.ndarray import NDArray
 
-pytestmark = pytest.mark.skipif(imperative._compiled is None, reason="dispatch_core not loaded (not built, or MXREF_ENABLE_EXT=0)")
+pytestmark = pytest.mark.skipif(imperative._compiled is None,
+                                reason="dispatch_core not loaded (not built, or MXREF_ENABLE_EXT=0)")
 
 
 def _arrays():
@@ -148,3 +149,38 @@ def test_a_view_as_out_writes_only_its_window():
     want = np.zeros((4, 3), np.float32)
     want[1:3] = 1
     np.testing.assert_array_equal(base.asnumpy(), want)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_ufunc_kernel_is_called_directly_until_another_kernel_is_registered(compiled):
+    """``elemwise_add``'s kernel is ``np.add`` on a written output: the plan remembers the ufunc
+    and the call skips the kernel's frame; a fast kernel registered later takes the op back, and
+    an explicit ``req`` always goes through the kernel."""
+    from mxref.ops import kernels
+    old = imperative.use_compiled(compiled)
+    try:
+        a, b = mx.nd.array([1, 2, 3]), mx.nd.array([10, 20, 30])
+        np.testing.assert_array_equal((a + b).asnumpy(), [11, 22, 33])
+        plans = [p for k, p in imperative._infer_cache.items() if k[0] == "elemwise_add"
+                 and k[1] == (3,)]
+        assert plans and all(p.ufunc is np.add for p in plans)
+        seen = []
+
+        def spy(octx, params, inputs, outputs, req):
+            seen.append(req)
+            np.add(*inputs, out=outputs[0])
+
+        entry = kernels.register_kernel("elemwise_add", "cpu", spy, name="test.spy_add")
+        try:
+            np.testing.assert_array_equal((a + b).asnumpy(), [11, 22, 33])
+            assert seen == [("write",)] and all(p.ufunc is None for p in plans)
+        finally:
+            kernels.unregister_kernel(entry)
+        out = mx.nd.array([1, 1, 1])
+        imperative.invoke(imperative.registry.get("elemwise_add"), None, {}, [a, b], out=[out],
+                          req=["add"])
+        np.testing.assert_array_equal(out.asnumpy(), [12, 23, 34])
+        np.testing.assert_array_equal((a + b).asnumpy(), [11, 22, 33])
+        assert all(p.ufunc is np.add for p in plans)
+    finally:
+        imperative.use_compiled(old)
