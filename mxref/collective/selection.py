@@ -34,19 +34,19 @@ ALGORITHMS = ("doubling", "rabenseifner", "ring", "tree")
 # loopback, W=2 at load 8-14 and W=3/W=4 again on the quiet machine (load < 2; the earlier loaded
 # runs had doubling win up to 4 MiB, where every message cost a scheduler wake-up). W=3 and W=4
 # still oversubscribe the 2 cores; Rabenseifner and the ring take over from 256 KiB / 1 MiB.
-# W=4 at 1 MiB went back to recursive doubling with the agreement check fused into it: bare,
-# Rabenseifner had won there by 13% on the quiet machine (511 against 586 us) but lost by 30% under
-# load, and with the check it pays two more message rounds than the fused doubling (4 rounds
-# against 2); side by side at load 7, 1.49x MPI's speed twice against 0.83x and 0.73x.
+# W=4 at 1 MiB: Rabenseifner, whose lead over recursive doubling survives its separate check round
+# on the quiet machine (four side-by-side pairs, 1.04-1.08x MPI's speed against 0.89-0.93x for
+# the doubling that carries the check; under load 7 an earlier pair had gone the other way,
+# 0.83x against 1.49x, when every extra message round costs a scheduler wake-up).
 DEFAULT_TABLES: Dict[int, str] = {
     2: "doubling:65536,ring",
     3: "doubling:65536,rabenseifner:262144,ring",
-    4: "doubling:1048576,ring",
+    4: "doubling:262144,rabenseifner:1048576,ring",
 }
-# The largest payload that rides with the agreement check's messages (agreement.py): W=4's
-# doubling bound, so that no size recursive doubling takes pays a separate check round (two
-# extra message latencies on 4 ranks, which cost milliseconds on oversubscribed cores). An
-# engine keeps two message buffers of its table's doubling bound (at most this) plus 80 bytes.
+# The largest payload that may ride with the agreement check's messages (agreement.py): the
+# fused check covers every size a table gives recursive doubling, up to this bound (a table of
+# ``MXREF_COLLECTIVE_ALLREDUCE`` may take doubling that far). An engine keeps two message buffers
+# of its table's doubling bound (at most this) plus 80 bytes.
 FUSED_MAX_BYTES = 1 << 20
 
 
