@@ -6,7 +6,7 @@ reference dispatch of ``invoke_plain.py``), numpy, and MXNet 1.9.1 and PyTorch w
 environments exist; ratios are against MXNet. Every mxref row but the last takes the tuned
 dispatch (the pure-Python row too: pure mode alone would pick the plain one).
 
-    .venv/bin/python benchmarks/bench_dispatch.py [--n 20000] [--repeats 5] [--before TREE]
+    .venv/bin/python benchmarks/bench_dispatch.py [--n 20000] [--repeats 5] [--settle 0.5] [--before TREE]
 
 ``--before TREE`` adds rows for another checkout of mxref (its own ``benchmarks/bench_dispatch.py``
 runs its worker), sampled in the same rounds: a before/after comparison in one run. The default
@@ -124,6 +124,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--settle", type=float, default=0.5,
+                    help="seconds of pause before each sample (threads left spinning go to sleep)")
     ap.add_argument("--before", default="", help="another mxref checkout to compare with")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -161,8 +163,12 @@ def main() -> None:
             print(f"{label}: failed to start: {exc}")
     # Round-robin: one sample of each framework per round, so load changes on a shared machine
     # hit every framework alike and the ratios stay meaningful.
+    # Before each sample a pause: the previous framework's threads must stop spinning first
+    # (MXNet's OpenMP workers poll for a while after a parallel region), or the next sample shares
+    # the two cores with them.
     for _ in range(args.repeats):
         for label, w in workers.items():
+            time.sleep(args.settle)
             samples[label].append(w.sample())
     for w in workers.values():
         w.close()

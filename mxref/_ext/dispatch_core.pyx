@@ -139,6 +139,12 @@ cdef object _data_of(object x):
     return x._data()
 
 
+cdef inline object _view(object x):
+    """``x._data()``: the cached view (``NDArray._data``'s first line), else ``_data_of``."""
+    d = _get(x, ND_NP) if type(x) is NDArray else x._np
+    return _data_of(x) if d is None else d
+
+
 @cython.freelist(256)
 cdef class KernelCall:
     """The function ``invoke`` pushes (``imperative._KernelCall``'s twin): calls the kernel on the
@@ -166,26 +172,23 @@ cdef class KernelCall:
         global _octx
         cdef list arrays = self.arrays
         cdef Py_ssize_t n = self.n_in, m = len(arrays), i
-        cdef list ins = PyList_New(n)
-        cdef list outs = PyList_New(m - n)
         cdef object d, x
         self.arrays = None
+        if self.ufunc is not None and m == 3:     # a binary ufunc: no lists to build
+            self.ufunc(_view(arrays[0]), _view(arrays[1]), _view(arrays[2]))
+            return
+        cdef list ins = PyList_New(n)
+        cdef list outs = PyList_New(m - n)
         for i in range(m):
             x = arrays[i]
-            # the cached view (``NDArray._data``'s first line)
-            d = _get(x, ND_NP) if type(x) is NDArray else x._np
-            if d is None:
-                d = _data_of(x)
+            d = _view(x)
             Py_INCREF(d)
             if i < n:
                 PyList_SET_ITEM(ins, i, d)
             else:
                 PyList_SET_ITEM(outs, i - n, d)
         if self.ufunc is not None:
-            if n == 2:
-                self.ufunc(<object>ins[0], <object>ins[1], <object>outs[0])
-            else:
-                self.ufunc(*ins, *outs)
+            self.ufunc(*ins, *outs)
             return
         octx = _octx
         if (self.resources or octx is None or octx.run_ctx is not run_ctx or octx.ctx is not self.ctx
