@@ -25,6 +25,15 @@ def threaded(request):
     eng.stop()
 
 
+@pytest.fixture(params=["threaded-python", "threaded-cython"])
+def inline_engine(request):
+    """The threaded engine (both cores) with one CPU worker and the idle run on: an op marked
+    ``may_run_inline`` (``engine_factory.marked``) may run on the calling thread."""
+    eng = make_engine(request.param, cpu_worker_nthreads=1, run_inline=True)
+    yield eng
+    eng.stop()
+
+
 @pytest.fixture
 def make(request):
     """A factory for engines with custom settings, stopped after the test."""

@@ -35,6 +35,12 @@ def make_engine(kind, **kwargs):
     return ThreadedEnginePerDevice(use_ext=use_ext, **kwargs)
 
 
+def marked(fn):
+    """``fn``, marked as an op the engine may run on the pushing thread when it is idle."""
+    fn.may_run_inline = True
+    return fn
+
+
 def queue_behind_a_blocker(eng, ctx, log):
     """On a one-worker engine: a blocked op, then a write to a new variable ``d`` (logs "w"), then
     three independent ops (log "n0".."n2"), all queued. Returns ``(gate, d)``; ``gate.set()``

@@ -5,7 +5,7 @@ import threading
 import time
 
 import pytest
-from engine_factory import make_engine
+from engine_factory import make_engine, marked
 
 import mxref as mx
 from mxref import profiler, storage
@@ -15,16 +15,9 @@ from mxref.engine.base import FnProperty
 CPU = mx.cpu()
 
 
-def marked(fn):
-    fn.may_run_inline = True
-    return fn
-
-
-@pytest.fixture(params=["threaded-python", "threaded-cython"])
-def eng(request):
-    e = make_engine(request.param, cpu_worker_nthreads=1, run_inline=True)
-    yield e
-    e.stop()
+@pytest.fixture
+def eng(inline_engine):
+    return inline_engine
 
 
 def test_an_idle_run_leaves_the_queues_as_it_found_them(eng):

@@ -9,7 +9,7 @@ import weakref
 import zlib
 
 import pytest
-from engine_factory import make_engine
+from engine_factory import make_engine, marked
 
 import mxref as mx
 from mxref import profiler
@@ -18,18 +18,6 @@ from mxref.engine.base import FnProperty
 from mxref.engine.threaded import ThreadedEnginePerDevice
 
 CPU = mx.cpu()
-
-
-def marked(fn):
-    fn.may_run_inline = True
-    return fn
-
-
-@pytest.fixture(params=["threaded-python", "threaded-cython"])
-def inline_engine(request):
-    eng = make_engine(request.param, cpu_worker_nthreads=1, run_inline=True)
-    yield eng
-    eng.stop()
 
 
 def test_idle_engine_runs_a_marked_op_on_the_calling_thread(inline_engine):
