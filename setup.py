@@ -38,6 +38,9 @@ def loopback_shim():
                       libraries=["dl"])]
 
 
+NUMPY_C_API = ("dispatch_core", "storage_core")
+
+
 def extensions():
     if os.environ.get("MXREF_ENABLE_EXT") == "0":
         return loopback_shim()
@@ -51,8 +54,18 @@ def extensions():
     sources = sorted(glob.glob(os.path.join("mxref", "_ext", "*.pyx")))
     if not sources:
         return loopback_shim()
-    return loopback_shim() + cythonize(sources, language_level=3, compiler_directives={"boundscheck": False,
-                                                                      "wraparound": False})
+    exts = cythonize(sources, language_level=3, compiler_directives={"boundscheck": False,
+                                                                     "wraparound": False})
+    # Modules that make numpy views through numpy's C API (mxref/_ext/views.pxi) need its headers.
+    try:
+        import numpy
+    except ImportError:
+        numpy = None
+    for ext in exts:
+        if numpy is not None and ext.name.rsplit(".", 1)[-1] in NUMPY_C_API:
+            ext.include_dirs.append(numpy.get_include())
+            ext.define_macros.append(("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"))
+    return loopback_shim() + exts
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

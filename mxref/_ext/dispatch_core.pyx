@@ -24,6 +24,7 @@ from cpython.ref cimport Py_INCREF
 
 
 include "slots.pxi"
+include "views.pxi"
 
 
 cdef Py_ssize_t ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
@@ -51,7 +52,6 @@ cdef object _NORMAL = None
 cdef dict _infer_cache = None
 cdef object _managers = None       # mxref.storage.manager (its ``_last`` pair: the last pool asked)
 cdef object _prof = None           # the profiler's state (its ``recording`` flag)
-cdef object _ndarray_type = None   # numpy.ndarray
 cdef object _storage_mod = None    # mxref.storage (its ``alloc``, checked for a replacement)
 cdef object _storage_alloc = None  # ``storage.alloc`` as bound (a spy or a hook replaces it)
 # The last OpContext without resources, reused while the run context, context and mode are the
@@ -63,7 +63,7 @@ def bind(imperative) -> None:
     """Take the imperative module's helpers and state (called once, at its import)."""
     global _imp, _engine_mod, NDArray, Chunk, OpContext, MXNetError, _plan, _kernel, check_out
     global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL, _infer_cache
-    global _managers, _prof, _ndarray_type, _storage_mod, _storage_alloc
+    global _managers, _prof, _storage_mod, _storage_alloc
     _imp = imperative
     _engine_mod = imperative._engine_mod
     NDArray = imperative.NDArray
@@ -102,7 +102,6 @@ def bind(imperative) -> None:
     _storage_mod = storage
     _storage_alloc = storage.alloc
     _prof = profiler._state
-    _ndarray_type = numpy.ndarray
 
 
 cdef object _data_of(object x):
@@ -131,9 +130,8 @@ cdef object _data_of(object x):
                     mgr._give_back(mgr, handle)
     handle = _get(chunk, CH_HANDLE)
     if handle is not None:
-        buf = handle.buffer
-        if type(buf) is _ndarray_type:
-            view = _ndarray_type(_get(x, ND_SHAPE), _get(x, ND_DTYPE), buf, _get(x, ND_OFFSET))
+        view = _view_of(handle.buffer, _get(x, ND_SHAPE), _get(x, ND_DTYPE), _get(x, ND_OFFSET))
+        if view is not None:        # what ``NDArray._data`` makes and caches, made in C
             _put(x, ND_NP, view)
             return view
     return x._data()

@@ -159,6 +159,10 @@ cdef class PoolCore:
 from mxref.storage.handle import FREED as _FREED, Handle as _Handle
 
 include "slots.pxi"
+include "views.pxi"
+
+import numpy
+cdef object _UINT8 = numpy.dtype(numpy.uint8)
 
 # Handle's fields, by offset (``slots.pxi``): ``lend`` fills six of them, ``take_back`` reads and
 # clears four, per array a program makes and drops.
@@ -184,7 +188,12 @@ def lend(pool, Py_ssize_t nbytes):
     if block is None:
         return None
     handle = PyType_GenericAlloc(_Handle, 0)       # PooledStorageManager._handle, field by field
-    _put(handle, H_BUFFER, block[:nbytes] if pool._host else block)
+    buffer = block
+    if pool._host:                      # ``block[:nbytes]``, made in C
+        buffer = _view_of(block, (nbytes,), _UINT8, 0)
+        if buffer is None:
+            buffer = block[:nbytes]
+    _put(handle, H_BUFFER, buffer)
     _put(handle, H_SIZE, nbytes)
     _put(handle, H_CTX, pool.ctx)
     _put(handle, H_BLOCK, block)

@@ -183,3 +183,32 @@ def test_a_ufunc_kernel_is_called_directly_until_another_kernel_is_registered(co
         assert all(p.ufunc is np.add for p in plans)
     finally:
         imperative.use_compiled(old)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int32", "int64", "uint8",
+                                   "bool"])
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (2, 3), (2, 0, 4), (3, 1, 2, 2)])
+def test_views_made_in_c_are_the_views_python_makes(dtype, shape):
+    """The result's cached view and its handle's buffer (``views.pxi``: built through numpy's C
+    API) are what ``np.ndarray(shape, dtype, buffer, offset)`` and ``block[:nbytes]`` make: same
+    memory, shape, dtype, strides and flags, writeable, and they keep the pool's block alive."""
+    with mx.np_shape(True):             # () and 0 as sizes, not as "unknown"
+        a = mx.nd.zeros(shape, dtype=dtype)
+        c = a + a
+        c.wait_to_read()
+    handle = c._chunk.handle
+    if handle is None:                 # nothing to hold (no bytes): nothing was allocated
+        assert c.size == 0
+        return
+    view, buf = c._np, handle.buffer
+    py_buf = handle._block[:handle.size]
+    py_view = np.ndarray(c.shape, c.dtype, py_buf, c._offset)
+    for got, want in ((buf, py_buf), (view, py_view)):
+        assert (got.shape, got.dtype, got.strides) == (want.shape, want.dtype, want.strides)
+        assert got.ctypes.data == want.ctypes.data
+        assert got.flags["C_CONTIGUOUS"] and got.flags["WRITEABLE"]
+        assert got.flags["ALIGNED"] == want.flags["ALIGNED"]
+        assert not got.flags["OWNDATA"] and (got.size == 0 or np.shares_memory(got, handle._block))
+    np.testing.assert_array_equal(view, np.zeros(shape, dtype) + np.zeros(shape, dtype))
+    view[...] = 1                       # the array reads what is written through its view
+    np.testing.assert_array_equal(c.asnumpy(), np.ones(shape, dtype))
