@@ -26,3 +26,18 @@ def tuned_paths():
     (for tests of the tuned paths' own caches and tricks, which the plain paths do without)."""
     with imperative.plain_paths(False):
         yield
+
+
+@pytest.fixture
+def invoked(monkeypatch):
+    """The names of the operators ``imperative.invoke`` is called with during the test, in order
+    (a spy that calls through; removed after the test)."""
+    names = []
+    real = imperative.invoke
+
+    def spy(op, *args, **kwargs):
+        names.append(op.name)
+        return real(op, *args, **kwargs)
+
+    monkeypatch.setattr(imperative, "invoke", spy)
+    return names

@@ -95,7 +95,6 @@ def bind(imperative) -> None:
     PL_REQ, PL_SMALL, PL_SIMPLE = _slot(plan_cls, "req"), _slot(plan_cls, "small"), _slot(plan_cls, "simple")
     PL_UFUNC = _slot(plan_cls, "ufunc")
     CX_TYPEID = _slot(type(imperative.current_context()), "device_typeid")
-    import numpy
     from ..storage import manager
     from .. import profiler, storage
     _managers = manager
@@ -307,7 +306,8 @@ cdef object _invoke(op, pkey, params, inputs, out, ctx, req):
 cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
     """``_invoke``'s steps for a ``simple`` plan and dense inputs, fields read by offset and the
     output's Chunk and NDArray filled in directly (what their ``__init__``s do); ``None`` when
-    ``out`` does not fit the plan, for the general path to check and report."""
+    the inputs are on two contexts or ``out`` does not fit the plan, for the general path to
+    check and report."""
     cdef object x = inputs[0], cx = _get(x, ND_CHUNK), ctx = _get(cx, CH_CTX), y, cy, c2
     cdef tuple single = <tuple>_get(plan, PL_SINGLE)
     cdef object eng, var, chunk, result, kernel, hook
@@ -318,8 +318,7 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
         cy = _get(y, ND_CHUNK)
         c2 = _get(cy, CH_CTX)
         if c2 is not ctx and c2 != ctx:
-            raise MXNetError(f"operator {op.name}: all inputs must be on one context, got "
-                             f"{[str(z.context) for z in inputs]}")
+            return None                 # two contexts: the general path reports it
         const_vars = (_get(cx, CH_VAR), _get(cy, CH_VAR))
     else:
         const_vars = (_get(cx, CH_VAR),)
@@ -484,9 +483,7 @@ def install(cls, numeric_types) -> dict:
     for name, fn in METHODS.items():
         replaced[name] = cls.__dict__[name]
         setattr(cls, name, fn)
-    global _storage, _py_chunk_del
-    from .. import storage
-    _storage = storage
+    global _py_chunk_del
     _py_chunk_del = Chunk.__dict__["__del__"]
     replaced["Chunk.__del__"] = _py_chunk_del
     Chunk.__del__ = _chunk_del
@@ -500,7 +497,6 @@ def install(cls, numeric_types) -> dict:
 # reference, and at interpreter shutdown: it never raises.
 # ---------------------------------------------------------------------------------------------
 
-cdef object _storage = None
 cdef object _py_chunk_del = None
 
 
@@ -516,7 +512,7 @@ def _chunk_del(self):
         if eng is not _get(self, CH_ENGINE) or eng is None:
             # The engine was switched (and drained) since this chunk was made (chunk.py says why).
             if handle is not None:
-                _storage.free(handle)
+                _storage_mod.free(handle)
             return
         eng.delete_storage(handle, _get(self, CH_CTX), _get(self, CH_VAR))
     except Exception:  # noqa: BLE001
