@@ -31,6 +31,7 @@ cdef Py_ssize_t ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
 cdef Py_ssize_t CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
 cdef Py_ssize_t PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, PL_UFUNC
 cdef Py_ssize_t CX_TYPEID
+cdef Py_ssize_t HD_BUFFER, HD_POOL
 
 IMPLEMENTATION = "cython"
 
@@ -38,6 +39,7 @@ cdef object _imp = None            # mxref.ndarray.imperative (read for _record_
 cdef object _engine_mod = None
 cdef object NDArray = None
 cdef object Chunk = None
+cdef object Handle = None          # mxref.storage.handle.Handle (its buffer and pool, by offset)
 cdef object OpContext = None
 cdef object MXNetError = None
 cdef object _plan = None
@@ -57,14 +59,50 @@ cdef object _storage_alloc = None  # ``storage.alloc`` as bound (a spy or a hook
 # The last OpContext without resources, reused while the run context, context and mode are the
 # same (the idle run passes one RunContext per context): see ``imperative._op_context``.
 cdef object _octx = None
+# Module globals read on every call come from the modules' dicts: ``module.name`` goes through the
+# module type's attribute lookup (~80 ns); the dict's own lookup is a third of that and sees every
+# rebinding (a spy, ``use_compiled``, an engine switch) just the same.
+cdef dict _imp_ns = None           # mxref.ndarray.imperative.__dict__
+cdef dict _engine_ns = None        # mxref.engine.__dict__ (its ``_engine``)
+cdef dict _storage_ns = None       # mxref.storage.__dict__ (its ``alloc``)
+cdef dict _managers_ns = None      # mxref.storage.manager.__dict__ (its ``_last``)
+
+
+# The engine's methods called per op (``new_variable``, ``push_sync``, ``delete_storage``) are
+# instance attributes of ThreadedEnginePerDevice (the class itself, the idle runner's methods):
+# read from the engine's dict, found through one tuple (engine, its __dict__) replaced whole, so
+# a thread that reads it never pairs one engine with another's dict.
+cdef tuple _eng_ns = (None, None)
+
+
+cdef inline object _eng_attr(object eng, str name):
+    """``eng.<name>``: the instance's own attribute from its dict, else the ordinary lookup."""
+    global _eng_ns
+    cdef tuple pair = _eng_ns
+    if pair[0] is not eng:
+        pair = (eng, getattr(eng, "__dict__", None))
+        _eng_ns = pair
+    ns = pair[1]
+    if ns is not None:
+        f = (<dict>ns).get(name)
+        if f is not None:
+            return f
+    return getattr(eng, name)
+
+
+cdef inline bint _is_train():
+    """``imperative.is_training()``: the thread-local flag, read only while a thread has it set."""
+    return _imp_ns["_num_training"] != 0 and _state.is_train
 
 
 def bind(imperative) -> None:
     """Take the imperative module's helpers and state (called once, at its import)."""
     global _imp, _engine_mod, NDArray, Chunk, OpContext, MXNetError, _plan, _kernel, check_out
     global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL, _infer_cache
-    global _managers, _prof, _storage_mod, _storage_alloc
+    global _managers, _prof, _storage_mod, _storage_alloc, _imp_ns, _engine_ns
     _imp = imperative
+    _imp_ns = imperative.__dict__
+    _engine_ns = imperative._engine_mod.__dict__
     _engine_mod = imperative._engine_mod
     NDArray = imperative.NDArray
     Chunk = imperative.Chunk
@@ -96,11 +134,18 @@ def bind(imperative) -> None:
     PL_UFUNC = _slot(plan_cls, "ufunc")
     CX_TYPEID = _slot(type(imperative.current_context()), "device_typeid")
     from ..storage import manager
+    from ..storage.handle import Handle as handle_cls
     from .. import profiler, storage
+    global Handle, HD_BUFFER, HD_POOL
+    Handle = handle_cls
+    HD_BUFFER, HD_POOL = _slot(Handle, "buffer"), _slot(Handle, "_pool")
     _managers = manager
     _storage_mod = storage
     _storage_alloc = storage.alloc
     _prof = profiler._state
+    global _storage_ns, _managers_ns
+    _storage_ns = storage.__dict__
+    _managers_ns = manager.__dict__
 
 
 cdef object _data_of(object x):
@@ -114,11 +159,11 @@ cdef object _data_of(object x):
         return x._data()
     chunk = _get(x, ND_CHUNK)
     if (_get(chunk, CH_HANDLE) is None and not _prof.recording
-            and _storage_mod.alloc is _storage_alloc):
-        last = _managers._last
+            and _storage_ns["alloc"] is _storage_alloc):
+        last = _managers_ns["_last"]
         mgr = (<tuple>last)[1]
         if (<tuple>last)[0] is _get(chunk, CH_CTX) and mgr is not None:
-            handle = mgr._lend(mgr, _get(chunk, CH_NBYTES))
+            handle = _instance_dict(mgr)["_lend"](mgr, _get(chunk, CH_NBYTES))
             if handle is not None:
                 # ``Chunk.data`` allocates under a lock; here a second check does: ``lend`` may
                 # collect garbage (Python code, a thread switch), and two readers of one fresh
@@ -129,7 +174,8 @@ cdef object _data_of(object x):
                     mgr._give_back(mgr, handle)
     handle = _get(chunk, CH_HANDLE)
     if handle is not None:
-        view = _view_of(handle.buffer, _get(x, ND_SHAPE), _get(x, ND_DTYPE), _get(x, ND_OFFSET))
+        buf = _get(handle, HD_BUFFER) if type(handle) is Handle else handle.buffer
+        view = _view_of(buf, _get(x, ND_SHAPE), _get(x, ND_DTYPE), _get(x, ND_OFFSET))
         if view is not None:        # what ``NDArray._data`` makes and caches, made in C
             _put(x, ND_NP, view)
             return view
@@ -255,11 +301,11 @@ cdef object _invoke(op, pkey, params, inputs, out, ctx, req):
         ctx = current_context()
     if op.output_ctx is not None:
         ctx = op.output_ctx(params)
-    eng = _engine_mod._engine or _engine_mod.get()
+    eng = _engine_ns["_engine"] or _engine_mod.get()
     single = plan.single
     if out is None:
         if single is not None:
-            var = eng.new_variable()
+            var = _eng_attr(eng, "new_variable")()
             outputs = [NDArray(Chunk(plan.out_nbytes[0], ctx, var), single[0], single[1], 0)]
             mutable_vars = (var,)
         else:
@@ -293,11 +339,11 @@ cdef object _invoke(op, pkey, params, inputs, out, ctx, req):
         req = plan.req
     else:
         _imp.check_req(op, req, outputs)
-    run = KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
+    run = KernelCall([*inputs, *outputs], n_in, kernel, _is_train(), ctx, resources, params, req)
     run.ufunc = _get(plan, PL_UFUNC) if req is _get(plan, PL_REQ) else None
     run.may_run_inline = plan.small
-    eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
-    hook = _imp._record_hook
+    _eng_attr(eng, "push_sync")(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    hook = _imp_ns["_record_hook"]
     if hook is not None:
         hook(op, params, inputs, outputs)
     return outputs
@@ -329,11 +375,11 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
             return None
         result = out
         mutable_vars = (_get(chunk, CH_VAR),)
-    eng = _engine_mod._engine
+    eng = _engine_ns["_engine"]
     if eng is None:
         eng = _engine_mod.get()
     if out is None:
-        var = eng.new_variable()
+        var = _eng_attr(eng, "new_variable")()
         chunk = PyType_GenericAlloc(Chunk, 0)          # Chunk(nbytes, ctx, var)
         _put(chunk, CH_VAR, var)
         _put(chunk, CH_CTX, ctx)
@@ -356,7 +402,7 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
     run.arrays = [x, result] if n_in == 1 else [x, y, result]
     run.n_in = n_in
     run.kernel = kernel
-    run.is_train = _state.is_train
+    run.is_train = _is_train()
     run.ctx = ctx
     run.resources = ()
     run.params = params
@@ -364,8 +410,8 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
     run.ufunc = _get(plan, PL_UFUNC)
     run.may_run_inline = _get(plan, PL_SMALL) is True
     outputs = [result]
-    eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
-    hook = _imp._record_hook
+    _eng_attr(eng, "push_sync")(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    hook = _imp_ns["_record_hook"]
     if hook is not None:
         hook(op, params, inputs, outputs)
     return outputs
@@ -389,7 +435,7 @@ cdef dict _replaced = None          # what ``install`` replaced (set once)
 
 cdef object _binary(self, other, elem, bcast, scalar, out):
     cdef tuple entry
-    if _imp.invoke is not _compiled_invoke:
+    if _imp_ns["invoke"] is not _compiled_invoke:
         return _py_binary(self, other, elem, bcast, scalar, out)
     if isinstance(other, NDArray):
         if type(other) is NDArray and type(self) is NDArray:
@@ -411,7 +457,7 @@ cdef object _binary(self, other, elem, bcast, scalar, out):
 
 
 cdef object _scalar_only(self, other, scalar):
-    if _imp.invoke is not _compiled_invoke or not isinstance(other, _numeric_types):
+    if _imp_ns["invoke"] is not _compiled_invoke or not isinstance(other, _numeric_types):
         return _py_scalar_only(self, other, scalar)
     key = (scalar, type(other), other)
     entry = _scalar_cache.get(key)
@@ -506,14 +552,14 @@ def _chunk_del(self):
         return
     try:
         handle = _get(self, CH_HANDLE)
-        eng = _engine_mod._engine
-        if handle is not None and handle._pool is None:
+        eng = _engine_ns["_engine"]
+        if handle is not None and (_get(handle, HD_POOL) if type(handle) is Handle else handle._pool) is None:
             handle = None               # foreign memory (from_numpy, from_dlpack): its owner frees it
         if eng is not _get(self, CH_ENGINE) or eng is None:
             # The engine was switched (and drained) since this chunk was made (chunk.py says why).
             if handle is not None:
                 _storage_mod.free(handle)
             return
-        eng.delete_storage(handle, _get(self, CH_CTX), _get(self, CH_VAR))
+        _eng_attr(eng, "delete_storage")(handle, _get(self, CH_CTX), _get(self, CH_VAR))
     except Exception:  # noqa: BLE001
         pass

@@ -17,9 +17,12 @@ from cpython.list cimport PyList_Append
 from libc.stdlib cimport free, malloc, realloc
 
 cimport cython
+from mxref._ext.thread_state cimport WorkerState
 
 from mxref.base import MXNetError
-from mxref.engine.base import dedup_vars
+from mxref.engine.base import ErrorBook, dedup_vars
+
+include "slots.pxi"
 
 IMPLEMENTATION = "cython"
 WRITE_TRIGGERED = -1
@@ -409,6 +412,12 @@ cdef class IdleRunner:
 
     cdef PendingCounter pending
     cdef object engine, errors, prof, wstate, run_context, inline_users, last_ctx, last_rctx
+    # The flags read on every push come straight from their owners' storage: the engine's and
+    # the profiler state's ``__dict__`` (``_bulkers``, ``recording``) and the error book's slot
+    # (``tainted``); an attribute lookup costs three times the dict's own (each rebinding lands
+    # in the same dict, so nothing is missed).
+    cdef dict engine_ns, prof_ns
+    cdef Py_ssize_t tainted_at          # ErrorBook's ``tainted`` slot, -1: read the attribute
     cdef object slow_push
     cdef public bint enabled
     cdef public long long runs          # ops run this way (tests and benchmarks read it)
@@ -421,11 +430,18 @@ cdef class IdleRunner:
         self.pending = pending
         self.errors = errors
         self.prof = prof_state
+        self.engine_ns = engine.__dict__
+        self.prof_ns = prof_state.__dict__
+        self.tainted_at = _slot(ErrorBook, "tainted") if type(errors) is ErrorBook else -1
         self.wstate = wstate
         self.run_context = run_context
         self.enabled = enabled
         self.runs = 0
         self.last_ctx = self.last_rctx = None
+
+    cdef inline object _tainted(self):
+        """``self.errors.tainted``."""
+        return self.errors.tainted if self.tainted_at < 0 else _get(self.errors, self.tainted_at)
 
     def run(self, fn, ctx, const_vars, mutable_vars, int prop=0, name=None):
         """Run ``fn`` now if the engine is idle and the op may run inline; ``True`` when done."""
@@ -446,9 +462,9 @@ cdef class IdleRunner:
         if nr > IDLE_MAX_VARS or nw > IDLE_MAX_VARS:
             return False
         # Everything that may run Python code comes first (bulking and inline scopes: push_sync) ...
-        if self.engine._bulkers or self.inline_users.count:
+        if self.engine_ns.get("_bulkers") or self.inline_users.count:
             return False
-        if self.prof.recording or self.errors.tainted or not getattr(fn, "may_run_inline", False):
+        if self.prof_ns["recording"] or self._tainted() or not getattr(fn, "may_run_inline", False):
             return False
         if ctx is not None and ctx.device_typeid == 2:      # gpu: kernels are asynchronous there
             return False
@@ -500,14 +516,20 @@ cdef class IdleRunner:
         self.pending.value = 1
         # Run it as a worker would (``worker_state.op_name`` names it: a wait inside is refused).
         wstate = self.wstate
-        outer = getattr(wstate, "op_name", None)
-        wstate.op_name = name
+        if type(wstate) is WorkerState:     # the compiled state: a thread-storage slot
+            outer = (<WorkerState>wstate).swap_op_name(name)
+        else:
+            outer = getattr(wstate, "op_name", None)
+            wstate.op_name = name
         exc = None
         try:
             fn(rctx)
         except BaseException as e:  # noqa: BLE001 - stored on the outputs, raised at a wait
             exc = e
-        wstate.op_name = outer
+        if type(wstate) is WorkerState:
+            (<WorkerState>wstate).swap_op_name(outer)
+        else:
+            wstate.op_name = outer
         if exc is not None:
             # The rare case: the engine's own completion stores the error with every rule.
             self.engine._idle_failed(fn, ctx, tuple([<object>done_reads[j] for j in range(n_done)]),
@@ -547,7 +569,7 @@ cdef class IdleRunner:
         NOTE: an idle variable of a dropped chunk stays idle: nothing can push on it any more.
         """
         cdef ThreadedVar v
-        if (self.engine._bulkers or self.prof.recording or type(var) is not ThreadedVar
+        if (self.engine_ns.get("_bulkers") or self.prof_ns["recording"] or type(var) is not ThreadedVar
                 or (<ThreadedVar>var).pending_write is not NULL
                 or (<ThreadedVar>var).num_pending_reads != 0):
             self.engine._delete_storage(handle, ctx, var)

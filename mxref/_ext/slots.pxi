@@ -18,6 +18,9 @@ cdef extern from "Python.h":
         PyMemberDef* d_member
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
 
+cdef extern from "Python.h":
+    object PyObject_GenericGetDict(object obj, void* context)
+
 cdef extern from "structmember.h":
     int T_OBJECT_EX
 
@@ -51,3 +54,9 @@ cdef inline void _put(object obj, Py_ssize_t offset, object value):
     Py_INCREF(value)
     field[0] = <PyObject*>value
     Py_XDECREF(old)
+
+
+cdef inline dict _instance_dict(object obj):
+    """``obj.__dict__`` without the attribute lookup (the getter itself): for objects without
+    ``__slots__`` whose several attributes one call reads, each then one dict lookup."""
+    return <dict>PyObject_GenericGetDict(obj, NULL)

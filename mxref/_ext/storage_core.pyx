@@ -180,22 +180,24 @@ def lend(pool, Py_ssize_t nbytes):
     (whose own steps on the free lists and counters are single C calls too); the handle is built
     after the pool is consistent again, so a collection it triggers may free into the pool.
     """
-    if type(pool._core) is not PoolCore or nbytes < 0 or nbytes >= (1LL << 60):
+    cdef dict ns = _instance_dict(pool)           # the pool's fields: _core, _host, ctx
+    core_obj = ns.get("_core")
+    if type(core_obj) is not PoolCore or nbytes < 0 or nbytes >= (1LL << 60):
         return None                     # (sizes alloc refuses; C arithmetic stays in range)
-    cdef PoolCore core = <PoolCore>pool._core
+    cdef PoolCore core = <PoolCore>core_obj
     cdef unsigned long long key = core._bucket(nbytes)
     block = core.take(key)
     if block is None:
         return None
     handle = PyType_GenericAlloc(_Handle, 0)       # PooledStorageManager._handle, field by field
     buffer = block
-    if pool._host:                      # ``block[:nbytes]``, made in C
+    if ns["_host"]:                     # ``block[:nbytes]``, made in C
         buffer = _view_of(block, (nbytes,), _UINT8, 0)
         if buffer is None:
             buffer = block[:nbytes]
     _put(handle, H_BUFFER, buffer)
     _put(handle, H_SIZE, nbytes)
-    _put(handle, H_CTX, pool.ctx)
+    _put(handle, H_CTX, ns["ctx"])
     _put(handle, H_BLOCK, block)
     _put(handle, H_KEY, key)
     _put(handle, H_POOL, pool)
@@ -207,9 +209,10 @@ def take_back(pool, handle):
     whole story (not lent by ``pool``, freed twice, an unpooled strategy): the caller takes
     ``pool.free``, which raises or frees on the device. ``PooledStorageManager._take_back``'s twin.
     Lock-free for the reason given in ``lend``."""
-    if type(handle) is not _Handle or type(pool._core) is not PoolCore or _get(handle, H_POOL) is not pool:
+    core_obj = _instance_dict(pool).get("_core")
+    if type(handle) is not _Handle or type(core_obj) is not PoolCore or _get(handle, H_POOL) is not pool:
         return False
-    cdef PoolCore core = <PoolCore>pool._core
+    cdef PoolCore core = <PoolCore>core_obj
     if core.kind == KIND_UNPOOLED:
         return False
     key, block = _get(handle, H_KEY), _get(handle, H_BLOCK)

@@ -7,6 +7,7 @@ import threading
 import traceback
 from typing import Callable, Optional, Sequence
 
+from .._ext import loader as _loader
 from ..base import MXNetError
 
 __all__ = ["FnProperty", "RunContext", "Engine", "OpError", "ErrorBook", "worker_state",
@@ -74,9 +75,18 @@ class OpError:
         return err
 
 
+def _new_worker_state():
+    """The per-thread state below: ``mxref._ext.thread_state.WorkerState`` (C thread storage) when
+    built and allowed, else a ``threading.local`` with the same two attributes (chosen once, at
+    import: it is state, not a kernel, so ``reference_kernels()`` blocks leave it as it is)."""
+    core = _loader.load("thread_state", "engine worker state")
+    return threading.local() if core is None else core.WorkerState()
+
+
 # NOTE: a blocking wait issued from inside a pushed function would wait for itself (the wait needs
 # the very worker that is blocked), so every engine marks its worker threads and refuses such waits.
-worker_state = threading.local()
+# ``op_name``: the op this thread runs now (``None`` outside one); ``inline``: inside inline_scope.
+worker_state = _new_worker_state()
 
 
 def check_not_in_worker(what: str) -> None:

@@ -86,17 +86,28 @@ class _ThreadState(threading.local):
 
 _state = _ThreadState()
 _record_hook: Optional[Callable] = None
+# Threads whose training flag is set now. While none is, every thread's flag is False and a call
+# skips the thread-local read (~0.15 µs: ``threading.local`` finds the thread's dict each time).
+# NOTE: a thread that ends in training mode leaves the count raised: calls then read the flag,
+# which is still right, only slower.
+_num_training = 0
+_training_lock = threading.Lock()
 
 
 def is_training() -> bool:
     """Whether operators run in training mode on this thread (``OpContext.is_train``)."""
-    return _state.is_train
+    return _num_training != 0 and _state.is_train
 
 
 def set_is_training(flag: bool) -> bool:
     """Set this thread's training flag and return the previous one (``autograd.train_mode`` uses it)."""
+    global _num_training
     old = _state.is_train
-    _state.is_train = bool(flag)
+    new = bool(flag)
+    if new != old:
+        with _training_lock:
+            _num_training += 1 if new else -1
+    _state.is_train = new
     return old
 
 
@@ -372,7 +383,8 @@ def invoke(op: OpDef, pkey, params: dict, inputs: List[NDArray], out=None,
         req = plan.req
     else:
         check_req(op, req, outputs)
-    run = _KernelCall([*inputs, *outputs], n_in, kernel, _state.is_train, ctx, resources, params, req)
+    run = _KernelCall([*inputs, *outputs], n_in, kernel, _num_training != 0 and _state.is_train, ctx,
+                      resources, params, req)
     run.ufunc = plan.ufunc if req is plan.req else None
     run.may_run_inline = plan.small
     eng.push_sync(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)

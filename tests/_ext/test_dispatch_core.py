@@ -177,6 +177,25 @@ def test_a_ufunc_kernel_is_called_directly_until_another_kernel_is_registered(co
         imperative.use_compiled(old)
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_ufuncs_numpy_wants_out_by_keyword_keep_their_kernel(compiled, op):
+    """numpy deprecates a positional output for ``maximum``/``minimum``: their plans keep no
+    ufunc, so the kernel (``out=``) runs them and no DeprecationWarning is raised."""
+    import warnings
+    old = imperative.use_compiled(compiled)
+    try:
+        a, b = mx.nd.array([1, 5, 3]), mx.nd.array([4, 2, 6])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = getattr(mx.nd, op)(a, b).asnumpy()
+        np.testing.assert_array_equal(got, getattr(np, op)([1, 5, 3], [4, 2, 6]))
+        assert all(plan.ufunc is None for key, plan in imperative._infer_cache.items()
+                   if key[0] == f"broadcast_{op}")
+    finally:
+        imperative.use_compiled(old)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int32", "int64", "uint8",
                                    "bool"])
 @pytest.mark.parametrize("shape", [(), (1,), (5,), (2, 3), (2, 0, 4), (3, 1, 2, 2)])

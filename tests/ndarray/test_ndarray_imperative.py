@@ -31,6 +31,10 @@ def _train_flag(octx, params, inputs, outputs, req):
     assign(outputs[1], req[1], -1.0)
 
 
+def _train_flag_one(octx, params, inputs, outputs, req):
+    assign(outputs[0], req[0], float(octx.is_train))
+
+
 def _two_shapes(params, in_shapes):
     return in_shapes, [in_shapes[0], in_shapes[0]]
 
@@ -48,6 +52,7 @@ for _op in (
     OpDef("_test_nd_noise", _noise, resources=("random",)),
     OpDef("_test_nd_train", _train_flag, outputs=("flag", "hidden"), num_visible_outputs=1,
           infer_shape=_two_shapes, infer_type=_two_types),
+    OpDef("_test_nd_train_one", _train_flag_one),      # one output: the short path's plan
 ):
     if not registry.exists(_op.name):
         registry.register(_op)
@@ -182,6 +187,42 @@ def test_training_flag_and_record_hook(any_engine):
     finally:
         imperative.set_record_hook(None)
     assert seen == [("elemwise_add", 2, 1), ("_test_nd_scale", 1, 1)]
+
+
+def test_training_flag_is_per_thread_and_counted(any_engine):
+    """One thread in training mode: its ops see it, another thread's do not; the count of training
+    threads (which lets a call skip the thread-local read while no thread trains) goes back to 0."""
+    import threading
+    x = mx.nd.ones((2,))
+    assert imperative._num_training == 0
+    seen, entered, release = {}, threading.Event(), threading.Event()
+
+    def trainer():
+        old = imperative.set_is_training(True)
+        try:
+            imperative.set_is_training(True)            # setting it again counts once
+            entered.set()
+            release.wait(10)
+            seen["trainer"] = [mx.nd._internal._test_nd_train_one(x).asnumpy().tolist(),
+                               mx.nd._internal._test_nd_train(x).asnumpy().tolist(),
+                               imperative.is_training()]
+        finally:
+            imperative.set_is_training(old)
+
+    t = threading.Thread(target=trainer)
+    t.start()
+    try:
+        assert entered.wait(10)
+        assert imperative._num_training == 1
+        assert mx.nd._internal._test_nd_train_one(x).asnumpy().tolist() == [0, 0]
+        assert mx.nd._internal._test_nd_train(x).asnumpy().tolist() == [0, 0]
+        assert not imperative.is_training()
+    finally:
+        release.set()
+        t.join(10)
+    assert seen["trainer"] == [[1, 1], [1, 1], True]
+    assert imperative._num_training == 0
+    assert mx.nd._internal._test_nd_train_one(x).asnumpy().tolist() == [0, 0]
 
 
 @pytest.mark.usefixtures("tuned_paths")
