@@ -17,8 +17,6 @@ cdef extern from "Python.h":
     ctypedef struct PyMemberDescrObject:
         PyMemberDef* d_member
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
-
-cdef extern from "Python.h":
     object PyObject_GenericGetDict(object obj, void* context)
 
 cdef extern from "structmember.h":
