@@ -18,18 +18,23 @@ takes ``_invoke_simple``, anything else the general steps below it; both push on
 whose ``__call__`` on the engine runs the kernel on numpy views (``_data_of`` allocates a fresh
 output's memory from the pool at that moment).
 """
-cimport cython
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.method cimport PyMethod_GET_FUNCTION, PyMethod_GET_SELF
 from cpython.ref cimport Py_INCREF
+from mxref._ext.engine_core cimport IdleRunner, SyncFn
+
+from types import MethodType
 
 
 include "slots.pxi"
 include "views.pxi"
+include "ufunc_loop.pxi"
 
 
 cdef Py_ssize_t ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
 cdef Py_ssize_t CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
 cdef Py_ssize_t PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, PL_UFUNC
+cdef Py_ssize_t PL_LOOP
 cdef Py_ssize_t CX_TYPEID
 cdef Py_ssize_t HD_BUFFER, HD_POOL
 
@@ -53,7 +58,6 @@ cdef object _state = None
 cdef object _NORMAL = None
 cdef dict _infer_cache = None
 cdef object _managers = None       # mxref.storage.manager (its ``_last`` pair: the last pool asked)
-cdef object _prof = None           # the profiler's state (its ``recording`` flag)
 cdef object _storage_mod = None    # mxref.storage (its ``alloc``, checked for a replacement)
 cdef object _storage_alloc = None  # ``storage.alloc`` as bound (a spy or a hook replaces it)
 # The last OpContext without resources, reused while the run context, context and mode are the
@@ -66,6 +70,7 @@ cdef dict _imp_ns = None           # mxref.ndarray.imperative.__dict__
 cdef dict _engine_ns = None        # mxref.engine.__dict__ (its ``_engine``)
 cdef dict _storage_ns = None       # mxref.storage.__dict__ (its ``alloc``)
 cdef dict _managers_ns = None      # mxref.storage.manager.__dict__ (its ``_last``)
+cdef dict _prof_ns = None          # the profiler state's __dict__ (its ``recording``)
 
 
 # The engine's methods called per op (``new_variable``, ``push_sync``, ``delete_storage``) are
@@ -90,6 +95,34 @@ cdef inline object _eng_attr(object eng, str name):
     return getattr(eng, name)
 
 
+# The idle runner's ``push_sync`` and ``delete_storage`` (the functions the engine's bound methods
+# wrap): when the engine's attribute is one of them, bound to an ``IdleRunner``, the call goes to
+# its C entry (``_push_sync`` / ``_delete``, engine_core.pxd) and skips parsing the arguments of a
+# Python call. Any other callable there (the naive engine, a spy, the pure-Python runner) is called.
+cdef object _runner_push = IdleRunner.__dict__["push_sync"]
+cdef object _runner_delete = IdleRunner.__dict__["delete_storage"]
+
+
+cdef inline object _runner_of(object method, object func):
+    """The IdleRunner ``method`` is ``func`` bound to, else ``None``."""
+    if type(method) is MethodType and PyMethod_GET_FUNCTION(method) == <PyObject*>func:
+        runner = <object>PyMethod_GET_SELF(method)
+        if type(runner) is IdleRunner:
+            return runner
+    return None
+
+
+cdef int _push_sync(object eng, KernelCall run, object ctx, tuple const_vars, tuple mutable_vars,
+                    object name) except -1:
+    """``eng.push_sync(run, ctx, const_vars, mutable_vars, NORMAL, 0, name)``."""
+    push = _eng_attr(eng, "push_sync")
+    runner = _runner_of(push, _runner_push)
+    if runner is not None:
+        return (<IdleRunner>runner)._push_sync(run, ctx, const_vars, mutable_vars, 0, 0, name)
+    push(run, ctx, const_vars, mutable_vars, _NORMAL, 0, name)
+    return 0
+
+
 cdef inline bint _is_train():
     """``imperative.is_training()``: the thread-local flag, read only while a thread has it set."""
     return _imp_ns["_num_training"] != 0 and _state.is_train
@@ -99,7 +132,7 @@ def bind(imperative) -> None:
     """Take the imperative module's helpers and state (called once, at its import)."""
     global _imp, _engine_mod, NDArray, Chunk, OpContext, MXNetError, _plan, _kernel, check_out
     global current_context, _resource, _storage_dispatch, _KERNELS, _state, _NORMAL, _infer_cache
-    global _managers, _prof, _storage_mod, _storage_alloc, _imp_ns, _engine_ns
+    global _managers, _storage_mod, _storage_alloc, _imp_ns, _engine_ns
     _imp = imperative
     _imp_ns = imperative.__dict__
     _engine_ns = imperative._engine_mod.__dict__
@@ -120,7 +153,7 @@ def bind(imperative) -> None:
     _infer_cache = imperative._infer_cache
     global ND_CHUNK, ND_SHAPE, ND_DTYPE, ND_OFFSET, ND_NP, ND_AG, ND_GRAD
     global CH_VAR, CH_CTX, CH_NBYTES, CH_HANDLE, CH_ENGINE
-    global PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, PL_UFUNC
+    global PL_SINGLE, PL_NBYTES, PL_KERNEL, PL_KDEV, PL_KSEEN, PL_REQ, PL_SMALL, PL_SIMPLE, PL_UFUNC, PL_LOOP
     global CX_TYPEID
     ND_CHUNK, ND_SHAPE, ND_DTYPE = _slot(NDArray, "_chunk"), _slot(NDArray, "_shape"), _slot(NDArray, "_dtype")
     ND_OFFSET, ND_NP = _slot(NDArray, "_offset"), _slot(NDArray, "_np")
@@ -131,7 +164,7 @@ def bind(imperative) -> None:
     PL_SINGLE, PL_NBYTES = _slot(plan_cls, "single"), _slot(plan_cls, "out_nbytes")
     PL_KERNEL, PL_KDEV, PL_KSEEN = _slot(plan_cls, "kernel"), _slot(plan_cls, "kernel_dev"), _slot(plan_cls, "kernels_seen")
     PL_REQ, PL_SMALL, PL_SIMPLE = _slot(plan_cls, "req"), _slot(plan_cls, "small"), _slot(plan_cls, "simple")
-    PL_UFUNC = _slot(plan_cls, "ufunc")
+    PL_UFUNC, PL_LOOP = _slot(plan_cls, "ufunc"), _slot(plan_cls, "loop")
     CX_TYPEID = _slot(type(imperative.current_context()), "device_typeid")
     from ..storage import manager
     from ..storage.handle import Handle as handle_cls
@@ -142,36 +175,45 @@ def bind(imperative) -> None:
     _managers = manager
     _storage_mod = storage
     _storage_alloc = storage.alloc
-    _prof = profiler._state
-    global _storage_ns, _managers_ns
+    global _storage_ns, _managers_ns, _prof_ns
+    _prof_ns = profiler._state.__dict__
     _storage_ns = storage.__dict__
     _managers_ns = manager.__dict__
 
 
+cdef int _lend_to(object chunk) except -1:
+    """Give a fresh host chunk its memory with the pool's one-call hit (``storage_core.lend``) for
+    the pool ``storage.get_manager`` gave last, when that applies; otherwise leave it for
+    ``NDArray._data`` (a pool miss, another context, the profiler recording, a replaced
+    ``storage.alloc``)."""
+    cdef object last, mgr, handle
+    if _prof_ns["recording"] or _storage_ns["alloc"] is not _storage_alloc:
+        return 0
+    last = _managers_ns["_last"]
+    mgr = (<tuple>last)[1]
+    if (<tuple>last)[0] is _get(chunk, CH_CTX) and mgr is not None:
+        handle = _instance_dict(mgr)["_lend"](mgr, _get(chunk, CH_NBYTES))
+        if handle is not None:
+            # ``Chunk.data`` allocates under a lock; here a second check does: ``lend`` may
+            # collect garbage (Python code, a thread switch), and two readers of one fresh
+            # chunk on two workers may both get here. The first handle set wins.
+            if _get(chunk, CH_HANDLE) is None:
+                _put(chunk, CH_HANDLE, handle)
+            else:
+                mgr._give_back(mgr, handle)
+    return 0
+
+
 cdef object _data_of(object x):
     """``x._data()`` (the numpy view of an array's memory), with the first allocation of a fresh
-    host array done here in C calls: the pool's one-call hit (``storage_core.lend``) for the pool
-    ``storage.get_manager`` gave last, then the view. Anything else (a pool miss, another context,
-    the profiler recording, a replaced ``storage.alloc``, device memory, a subclass) takes
-    ``x._data()``, the readable path."""
-    cdef object chunk, last, mgr, handle, buf, view
+    host array done here in C calls (``_lend_to``), then the view. Anything else (device memory,
+    a subclass, a pool miss) takes ``x._data()``, the readable path."""
+    cdef object chunk, handle, buf, view
     if type(x) is not NDArray:
         return x._data()
     chunk = _get(x, ND_CHUNK)
-    if (_get(chunk, CH_HANDLE) is None and not _prof.recording
-            and _storage_ns["alloc"] is _storage_alloc):
-        last = _managers_ns["_last"]
-        mgr = (<tuple>last)[1]
-        if (<tuple>last)[0] is _get(chunk, CH_CTX) and mgr is not None:
-            handle = _instance_dict(mgr)["_lend"](mgr, _get(chunk, CH_NBYTES))
-            if handle is not None:
-                # ``Chunk.data`` allocates under a lock; here a second check does: ``lend`` may
-                # collect garbage (Python code, a thread switch), and two readers of one fresh
-                # chunk on two workers may both get here. The first handle set wins.
-                if _get(chunk, CH_HANDLE) is None:
-                    _put(chunk, CH_HANDLE, handle)
-                else:
-                    mgr._give_back(mgr, handle)
+    if _get(chunk, CH_HANDLE) is None:
+        _lend_to(chunk)
     handle = _get(chunk, CH_HANDLE)
     if handle is not None:
         buf = _get(handle, HD_BUFFER) if type(handle) is Handle else handle.buffer
@@ -188,18 +230,20 @@ cdef inline object _view(object x):
     return _data_of(x) if d is None else d
 
 
-@cython.freelist(256)
-cdef class KernelCall:
+cdef class KernelCall(SyncFn):
     """The function ``invoke`` pushes (``imperative._KernelCall``'s twin): calls the kernel on the
-    arrays' memory; ``arrays`` holds the inputs, then the outputs, and is dropped once run."""
+    arrays' memory; ``arrays`` holds the inputs, then the outputs, and is dropped once run.
+    The engine's idle run calls ``run`` directly (``engine_core.SyncFn``); a worker thread calls
+    the object, which calls ``run``."""
 
     cdef public object arrays, kernel, ctx, resources, params, req
     cdef public object ufunc            # the plan's ufunc, called directly (``_KernelCall``)
+    cdef public object loop             # its inner loop, called directly (``UfuncLoop``), or None
     cdef public Py_ssize_t n_in
     cdef public bint is_train
-    # A kernel never blocks on another thread: the engine may run a small one on the pushing
-    # thread (``imperative.INLINE_MAX_BYTES``); ``invoke`` sets it from the plan.
-    cdef public bint may_run_inline
+    # ``may_run_inline`` (SyncFn's field): a kernel never blocks on another thread, so the engine
+    # may run a small one on the pushing thread (``imperative.INLINE_MAX_BYTES``); ``invoke``
+    # sets it from the plan.
 
     def __init__(self, arrays, Py_ssize_t n_in, kernel, bint is_train, ctx, resources, params, req):
         self.arrays = arrays
@@ -211,15 +255,17 @@ cdef class KernelCall:
         self.params = params
         self.req = req
 
-    def __call__(self, run_ctx):
+    cdef object run(self, object run_ctx):
         global _octx
         cdef list arrays = self.arrays
         cdef Py_ssize_t n = self.n_in, m = len(arrays), i
         cdef object d, x
         self.arrays = None
+        if self.loop is not None and run_loop(<UfuncLoop>self.loop, arrays):
+            return None
         if self.ufunc is not None and m == 3:     # a binary ufunc: no lists to build
             self.ufunc(_view(arrays[0]), _view(arrays[1]), _view(arrays[2]))
-            return
+            return None
         cdef list ins = PyList_New(n)
         cdef list outs = PyList_New(m - n)
         for i in range(m):
@@ -232,7 +278,7 @@ cdef class KernelCall:
                 PyList_SET_ITEM(outs, i - n, d)
         if self.ufunc is not None:
             self.ufunc(*ins, *outs)
-            return
+            return None
         octx = _octx
         if (self.resources or octx is None or octx.run_ctx is not run_ctx or octx.ctx is not self.ctx
                 or octx.is_train is not self.is_train):
@@ -240,6 +286,7 @@ cdef class KernelCall:
             if not self.resources:
                 _octx = octx
         self.kernel(octx, self.params, ins, outs, self.req)
+        return None
 
 
 def invoke(op, pkey, params, inputs, out=None, ctx=None, req=None):
@@ -339,10 +386,11 @@ cdef object _invoke(op, pkey, params, inputs, out, ctx, req):
         req = plan.req
     else:
         _imp.check_req(op, req, outputs)
-    run = KernelCall([*inputs, *outputs], n_in, kernel, _is_train(), ctx, resources, params, req)
+    cdef KernelCall run = KernelCall([*inputs, *outputs], n_in, kernel, _is_train(), ctx, resources,
+                                     params, req)
     run.ufunc = _get(plan, PL_UFUNC) if req is _get(plan, PL_REQ) else None
     run.may_run_inline = plan.small
-    _eng_attr(eng, "push_sync")(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    _push_sync(eng, run, ctx, const_vars, mutable_vars, op.name)
     hook = _imp_ns["_record_hook"]
     if hook is not None:
         hook(op, params, inputs, outputs)
@@ -408,13 +456,39 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
     run.params = params
     run.req = _get(plan, PL_REQ)
     run.ufunc = _get(plan, PL_UFUNC)
+    loop = _get(plan, PL_LOOP)
+    if loop is None:
+        loop = _plan_loop(plan, kernel, params, _get(x, ND_DTYPE), single)
+    if loop is not False:
+        run.loop = loop
     run.may_run_inline = _get(plan, PL_SMALL) is True
     outputs = [result]
-    _eng_attr(eng, "push_sync")(run, ctx, const_vars, mutable_vars, _NORMAL, 0, op.name)
+    _push_sync(eng, run, ctx, const_vars, mutable_vars, op.name)
     hook = _imp_ns["_record_hook"]
     if hook is not None:
         hook(op, params, inputs, outputs)
     return outputs
+
+
+cdef object _plan_loop(object plan, object kernel, object params, object dtype, tuple single):
+    """The ``UfuncLoop`` for a simple plan's kernel, kept on the plan (``False``: none; the plan's
+    kernel changing resets it, ``imperative._kernel``): the plan's ufunc on same-dtype operands, or
+    a scalar op's ufunc (its kernel's ``scalar_ufunc``: the ufunc and the scalar's position) with
+    the scalar of ``params``."""
+    cdef object loop = None
+    cdef Py_ssize_t size
+    if _get(plan, PL_REQ) == ("write",) and single[1] == dtype and dtype.itemsize:
+        size = (<list>_get(plan, PL_NBYTES))[0] // dtype.itemsize
+        ufunc = _get(plan, PL_UFUNC)
+        scalar_op = getattr(kernel, "scalar_ufunc", None)
+        if ufunc is not None:
+            loop = loop_for(ufunc, dtype, size, -1, None)
+        elif scalar_op is not None and "scalar" in params:
+            loop = loop_for(scalar_op[0], dtype, size, scalar_op[1], params["scalar"])
+    if loop is None:
+        loop = False
+    _put(plan, PL_LOOP, loop)
+    return loop
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,6 +634,11 @@ def _chunk_del(self):
             if handle is not None:
                 _storage_mod.free(handle)
             return
-        _eng_attr(eng, "delete_storage")(handle, _get(self, CH_CTX), _get(self, CH_VAR))
+        delete = _eng_attr(eng, "delete_storage")
+        runner = _runner_of(delete, _runner_delete)
+        if runner is not None:
+            (<IdleRunner>runner)._delete(handle, _get(self, CH_CTX), _get(self, CH_VAR))
+        else:
+            delete(handle, _get(self, CH_CTX), _get(self, CH_VAR))
     except Exception:  # noqa: BLE001
         pass

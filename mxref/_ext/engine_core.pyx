@@ -400,6 +400,25 @@ cdef enum:
     IDLE_MAX_VARS = 8           # more variables: the ordinary push handles them
 
 
+cdef class SyncFn:
+    """A pushed op function with a C entry (declared in engine_core.pxd): the engine calls ``run``.
+
+    The engine takes any callable ``fn(run_ctx)``. The imperative kernel call (``dispatch_core.
+    KernelCall``) derives from this class: the idle run then reads ``may_run_inline`` from its C
+    field and calls ``run`` as a C method, where a plain callable costs an attribute lookup and a
+    call through ``__call__`` with an argument tuple. ``__call__`` calls ``run``, so a worker
+    thread, the naive engine and the pure-Python twins see an ordinary callable.
+    NOTE: a subclass implements ``run``; a Python subclass overriding ``__call__`` is not seen by
+    the idle run.
+    """
+
+    def __call__(self, run_ctx):
+        return self.run(run_ctx)
+
+    cdef object run(self, object run_ctx):
+        raise NotImplementedError(f"{type(self).__name__} does not implement run")
+
+
 cdef class IdleRunner:
     """Runs an eligible op on the calling thread when the whole engine is idle, in one call.
 
@@ -410,17 +429,7 @@ cdef class IdleRunner:
     "The idle run". ``run`` answers ``False`` (nothing done) whenever the ordinary path is needed.
     """
 
-    cdef PendingCounter pending
-    cdef object engine, errors, prof, wstate, run_context, inline_users, last_ctx, last_rctx
-    # The flags read on every push come straight from their owners' storage: the engine's and
-    # the profiler state's ``__dict__`` (``_bulkers``, ``recording``) and the error book's slot
-    # (``tainted``); an attribute lookup costs three times the dict's own (each rebinding lands
-    # in the same dict, so nothing is missed).
-    cdef dict engine_ns, prof_ns
-    cdef Py_ssize_t tainted_at          # ErrorBook's ``tainted`` slot, -1: read the attribute
-    cdef object slow_push
-    cdef public bint enabled
-    cdef public long long runs          # ops run this way (tests and benchmarks read it)
+    # (its fields and C methods are declared in engine_core.pxd, for dispatch_core to cimport)
 
     def __init__(self, engine, PendingCounter pending not None, errors, prof_state, wstate,
                  run_context, inline_users, bint enabled):
@@ -439,7 +448,7 @@ cdef class IdleRunner:
         self.runs = 0
         self.last_ctx = self.last_rctx = None
 
-    cdef inline object _tainted(self):
+    cdef object _tainted(self):
         """``self.errors.tainted``."""
         return self.errors.tainted if self.tainted_at < 0 else _get(self.errors, self.tainted_at)
 
@@ -464,7 +473,10 @@ cdef class IdleRunner:
         # Everything that may run Python code comes first (bulking and inline scopes: push_sync) ...
         if self.engine_ns.get("_bulkers") or self.inline_users.count:
             return False
-        if self.prof_ns["recording"] or self._tainted() or not getattr(fn, "may_run_inline", False):
+        if self.prof_ns["recording"] or self._tainted():
+            return False
+        compiled = isinstance(fn, SyncFn)
+        if not ((<SyncFn>fn).may_run_inline if compiled else getattr(fn, "may_run_inline", False)):
             return False
         if ctx is not None and ctx.device_typeid == 2:      # gpu: kernels are asynchronous there
             return False
@@ -523,7 +535,10 @@ cdef class IdleRunner:
             wstate.op_name = name
         exc = None
         try:
-            fn(rctx)
+            if compiled:
+                (<SyncFn>fn).run(rctx)
+            else:
+                fn(rctx)
         except BaseException as e:  # noqa: BLE001 - stored on the outputs, raised at a wait
             exc = e
         if type(wstate) is WorkerState:
@@ -558,8 +573,13 @@ cdef class IdleRunner:
     def push_sync(self, fn, ctx, const_vars=(), mutable_vars=(), prop=0, priority=0, name=None):
         """The engine's ``push_sync``: the idle run when ``run`` takes the op, else the class's
         ``push_sync`` (the ordinary path)."""
+        self._push_sync(fn, ctx, const_vars, mutable_vars, prop, priority, name)
+
+    cdef int _push_sync(self, fn, ctx, const_vars, mutable_vars, int prop, int priority, name) except -1:
+        """``push_sync`` as a C call (the compiled dispatch's entry)."""
         if not self._run(fn, ctx, const_vars, mutable_vars, prop, name):
             self.slow_push(self.engine, fn, ctx, const_vars, mutable_vars, prop, priority, name)
+        return 0
 
     def delete_storage(self, handle, ctx, var):
         """``Engine.delete_storage`` in one call when ``var`` is idle: the pool takes ``handle``
@@ -568,23 +588,28 @@ cdef class IdleRunner:
 
         NOTE: an idle variable of a dropped chunk stays idle: nothing can push on it any more.
         """
+        self._delete(handle, ctx, var)
+
+    cdef int _delete(self, handle, ctx, var) except -1:
+        """``delete_storage``'s body, a C call for the compiled ``Chunk.__del__``."""
         cdef ThreadedVar v
         if (self.engine_ns.get("_bulkers") or self.prof_ns["recording"] or type(var) is not ThreadedVar
                 or (<ThreadedVar>var).pending_write is not NULL
                 or (<ThreadedVar>var).num_pending_reads != 0):
             self.engine._delete_storage(handle, ctx, var)
-            return
+            return 0
         if handle is not None:
             pool = handle._pool
             give = getattr(pool, "_give_back", None)
             if give is None or not give(pool, handle):
                 self.engine._delete_storage(handle, ctx, var)
-                return
+                return 0
         v = <ThreadedVar>var
         v.deleted = True
         if v.exception is not None:
             self.errors.mark((v,), None)
         v.version += 1
+        return 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -795,8 +820,6 @@ cdef class PriorityQueue(_BlockingQueue):
 
 cdef class PendingCounter:
     """The number of pushed and not yet completed operations (atomic under the GIL)."""
-
-    cdef public Py_ssize_t value
 
     def __cinit__(self):
         self.value = 0

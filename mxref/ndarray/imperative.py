@@ -160,7 +160,7 @@ class _Plan:
     """What one (op, params, input shapes, input dtypes) combination needs at every call."""
 
     __slots__ = ("out_shapes", "out_dtypes", "out_nbytes", "mutate", "num_visible", "req", "single",
-                 "kernel", "kernel_dev", "kernels_seen", "ufunc", "small", "simple")
+                 "kernel", "kernel_dev", "kernels_seen", "ufunc", "small", "simple", "loop")
 
     def __init__(self, op: OpDef, params: dict, shapes, dtypes):
         self.out_shapes, self.out_dtypes = out_shapes, out_dtypes = infer_outputs(op, params, shapes, dtypes)
@@ -170,6 +170,9 @@ class _Plan:
         self.req = _WRITE.get(len(out_shapes)) or ("write",) * len(out_shapes)
         self.single = (out_shapes[0], out_dtypes[0]) if len(out_shapes) == 1 else None
         self.kernel, self.kernel_dev, self.kernels_seen, self.ufunc = None, None, -1, None
+        # The compiled dispatch's inner loop for this plan (``dispatch_core.UfuncLoop``, ``False``
+        # for none, ``None`` not looked for yet); the pure-Python path does not use it.
+        self.loop = None
         in_nbytes = sum(math.prod(sh) * t.itemsize for sh, t in zip(shapes, dtypes))
         self.small = small_enough_inline(in_nbytes + sum(self.out_nbytes))
         # One output and nothing else to arrange (no resources, no mutated inputs, no copy to
@@ -244,6 +247,7 @@ def _kernel(op: OpDef, plan: _Plan, ctx: Context) -> Callable:
         # output: ``_KernelCall`` then calls it straight away, with no OpContext to build.
         ufunc = getattr(plan.kernel, "ufunc", None)
         plan.ufunc = ufunc if plan.req == ("write",) else None
+        plan.loop = None
     return plan.kernel
 
 

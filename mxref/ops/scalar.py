@@ -30,7 +30,7 @@ def _scalar_for(x: np.ndarray, s: float):
     return int(s) if x.dtype.kind in "iub" else s
 
 
-def _kernel(fn: Callable) -> Callable:
+def _kernel(fn: Callable, scalar_ufunc=None) -> Callable:
     def kernel(octx, params, inputs, outputs, req):
         x = inputs[0]
         s = params["scalar"]
@@ -43,6 +43,9 @@ def _kernel(fn: Callable) -> Callable:
             tmp = np.empty_like(outputs[0])
             fn(x, s, tmp)
             outputs[0] += tmp
+    # ``(ufunc, i)`` when ``write`` is exactly ``ufunc`` with the scalar as its input ``i``: the
+    # compiled dispatch then calls the ufunc's inner loop directly (``dispatch_core.UfuncLoop``).
+    kernel.scalar_ufunc = scalar_ufunc
     return kernel
 
 
@@ -98,17 +101,20 @@ def _with_backward(name: str, deriv: Callable, use: str = "x") -> Callable:
     return grad
 
 
-def _register(name: str, fn: Callable, grad: Callable, alias: str) -> None:
-    register(OpDef(name, _kernel(fn), params=SCALAR_PARAMS, inplace=[(0, 0)], gradient=grad,
-                   aliases=(alias,), doc=f"{name}(data, scalar): elementwise with a scalar."))
+def _register(name: str, fn: Callable, grad: Callable, alias: str, scalar_ufunc=None) -> None:
+    register(OpDef(name, _kernel(fn, scalar_ufunc), params=SCALAR_PARAMS, inplace=[(0, 0)],
+                   gradient=grad, aliases=(alias,),
+                   doc=f"{name}(data, scalar): elementwise with a scalar."))
 
 
-_register("_plus_scalar", lambda x, s, out: np.add(x, s, out=out), _identity_grad, "_PlusScalar")
-_register("_minus_scalar", lambda x, s, out: np.subtract(x, s, out=out), _identity_grad, "_MinusScalar")
+_register("_plus_scalar", lambda x, s, out: np.add(x, s, out=out), _identity_grad, "_PlusScalar",
+          (np.add, 1))
+_register("_minus_scalar", lambda x, s, out: np.subtract(x, s, out=out), _identity_grad, "_MinusScalar",
+          (np.subtract, 1))
 _register("_rminus_scalar", lambda x, s, out: np.subtract(s, x, out=out),
-          _scaled("_mul_scalar", lambda s: -1.0), "_RMinusScalar")
+          _scaled("_mul_scalar", lambda s: -1.0), "_RMinusScalar", (np.subtract, 0))
 _register("_mul_scalar", lambda x, s, out: np.multiply(x, s, out=out), _scaled("_mul_scalar"),
-          "_MulScalar")
+          "_MulScalar", (np.multiply, 1))
 _register("_div_scalar", lambda x, s, out: np.divide(x, s, out=out) if out.dtype.kind == "f"
           else trunc_divide(x, np.asarray(s, x.dtype), out),
           _scaled("_div_scalar"), "_DivScalar")

@@ -202,10 +202,12 @@ def test_ufuncs_numpy_wants_out_by_keyword_keep_their_kernel(compiled, op):
 def test_views_made_in_c_are_the_views_python_makes(dtype, shape):
     """The result's cached view and its handle's buffer (``views.pxi``: built through numpy's C
     API) are what ``np.ndarray(shape, dtype, buffer, offset)`` and ``block[:nbytes]`` make: same
-    memory, shape, dtype, strides and flags, writeable, and they keep the pool's block alive."""
+    memory, shape, dtype, strides and flags, writeable, and they keep the pool's block alive.
+    (``broadcast_add``: its kernel takes the views; ``a + a`` may run the inner loop on the bare
+    memory, ``ufunc_loop.pxi``, and make no view.)"""
     with mx.np_shape(True):             # () and 0 as sizes, not as "unknown"
         a = mx.nd.zeros(shape, dtype=dtype)
-        c = a + a
+        c = mx.nd.broadcast_add(a, a)
         c.wait_to_read()
     handle = c._chunk.handle
     if handle is None:                 # nothing to hold (no bytes): nothing was allocated
