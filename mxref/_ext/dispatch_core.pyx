@@ -22,6 +22,8 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.method cimport PyMethod_GET_FUNCTION, PyMethod_GET_SELF
 from cpython.ref cimport Py_INCREF
 from mxref._ext.engine_core cimport IdleRunner, SyncFn
+from mxref._ext.storage_core cimport lend_hit
+from mxref._ext import storage_core as _storage_core
 
 from types import MethodType
 
@@ -71,6 +73,7 @@ cdef dict _engine_ns = None        # mxref.engine.__dict__ (its ``_engine``)
 cdef dict _storage_ns = None       # mxref.storage.__dict__ (its ``alloc``)
 cdef dict _managers_ns = None      # mxref.storage.manager.__dict__ (its ``_last``)
 cdef dict _prof_ns = None          # the profiler state's __dict__ (its ``recording``)
+cdef object _compiled_lend = _storage_core.lend
 
 
 # The engine's methods called per op (``new_variable``, ``push_sync``, ``delete_storage``) are
@@ -192,7 +195,11 @@ cdef int _lend_to(object chunk) except -1:
     last = _managers_ns["_last"]
     mgr = (<tuple>last)[1]
     if (<tuple>last)[0] is _get(chunk, CH_CTX) and mgr is not None:
-        handle = _instance_dict(mgr)["_lend"](mgr, _get(chunk, CH_NBYTES))
+        lend = _instance_dict(mgr)["_lend"]
+        if lend is _compiled_lend:          # the pool's compiled hit: called as C
+            handle = lend_hit(mgr, _get(chunk, CH_NBYTES))
+        else:
+            handle = lend(mgr, _get(chunk, CH_NBYTES))
         if handle is not None:
             # ``Chunk.data`` allocates under a lock; here a second check does: ``lend`` may
             # collect garbage (Python code, a thread switch), and two readers of one fresh
@@ -418,8 +425,11 @@ cdef object _invoke_simple(op, plan, params, inputs, Py_ssize_t n_in, out):
         const_vars = (_get(cx, CH_VAR),)
     if out is not None:
         chunk = _get(out, ND_CHUNK)
-        if (_get(out, ND_SHAPE) != single[0] or _get(out, ND_DTYPE) != single[1]
-                or _get(chunk, CH_CTX) is not ctx):
+        # Identity first: ``a += 1`` hands back the very shape and dtype the plan was made from,
+        # and a dtype's ``!=`` is numpy's rich comparison (~250 instructions).
+        shape, dtype = _get(out, ND_SHAPE), _get(out, ND_DTYPE)
+        if ((shape is not single[0] and shape != single[0])
+                or (dtype is not single[1] and dtype != single[1]) or _get(chunk, CH_CTX) is not ctx):
             return None
         result = out
         mutable_vars = (_get(chunk, CH_VAR),)

@@ -17,12 +17,31 @@ from cpython.list cimport PyList_Append
 from libc.stdlib cimport free, malloc, realloc
 
 cimport cython
+from mxref._ext.storage_core cimport take_back_hit
 from mxref._ext.thread_state cimport WorkerState
+from mxref._ext import storage_core as _storage_core
 
 from mxref.base import MXNetError
 from mxref.engine.base import ErrorBook, dedup_vars
 
 include "slots.pxi"
+
+from mxref.context import Context
+from mxref.storage.handle import Handle
+
+cdef Py_ssize_t CX_TYPEID = _slot(Context, "device_typeid")    # an op's context: its device
+cdef Py_ssize_t HD_POOL = _slot(Handle, "_pool")      # a dropped array's handle: its pool
+cdef object _compiled_take_back = _storage_core.take_back
+
+
+cdef inline object _own_attr(object obj, str name):
+    """``getattr(obj, name, None)`` for an attribute kept in ``obj.__dict__`` (a pool's compiled
+    ``_give_back``): the dict's lookup alone; the ordinary lookup for anything else."""
+    try:
+        value = _instance_dict(obj).get(name)
+    except AttributeError:              # no __dict__ (None, a slotted object)
+        value = None
+    return getattr(obj, name, None) if value is None else value
 
 IMPLEMENTATION = "cython"
 WRITE_TRIGGERED = -1
@@ -478,7 +497,8 @@ cdef class IdleRunner:
         compiled = isinstance(fn, SyncFn)
         if not ((<SyncFn>fn).may_run_inline if compiled else getattr(fn, "may_run_inline", False)):
             return False
-        if ctx is not None and ctx.device_typeid == 2:      # gpu: kernels are asynchronous there
+        if ctx is not None and (_get(ctx, CX_TYPEID) if type(ctx) is Context else ctx.device_typeid) == 2:
+            # gpu: kernels are asynchronous there
             return False
         if name is None:
             name = getattr(fn, "__name__", "op")
@@ -566,7 +586,7 @@ cdef class IdleRunner:
             self.engine._idle_finish(ready)
             return True
         self.pending.value -= 1
-        if self.engine._sleepers:          # read after the count drops (see _complete)
+        if self.engine_ns.get("_sleepers"):    # read after the count drops (see _complete)
             self.engine._idle_wake(self.pending.value)
         return True
 
@@ -599,9 +619,13 @@ cdef class IdleRunner:
             self.engine._delete_storage(handle, ctx, var)
             return 0
         if handle is not None:
-            pool = handle._pool
-            give = getattr(pool, "_give_back", None)
-            if give is None or not give(pool, handle):
+            pool = _get(handle, HD_POOL) if type(handle) is Handle else handle._pool
+            give = _own_attr(pool, "_give_back")
+            if give is _compiled_take_back:     # the pool's compiled free: called as C
+                if not take_back_hit(pool, handle):
+                    self.engine._delete_storage(handle, ctx, var)
+                    return 0
+            elif give is None or not give(pool, handle):
                 self.engine._delete_storage(handle, ctx, var)
                 return 0
         v = <ThreadedVar>var

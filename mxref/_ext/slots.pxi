@@ -23,7 +23,7 @@ cdef extern from "structmember.h":
     int T_OBJECT_EX
 
 
-cdef Py_ssize_t _slot(type cls, str name) except -1:
+cdef Py_ssize_t _slot(object cls, str name) except -1:
     """The byte offset of ``cls``'s ``__slots__`` field ``name`` (an object field, as all are)."""
     for klass in cls.__mro__:
         descr = klass.__dict__.get(name)
@@ -41,8 +41,13 @@ cdef inline object _get(object obj, Py_ssize_t offset):
     """``obj.<field at offset>``; ``AttributeError`` when it was never set, as Python raises."""
     cdef PyObject* value = (<PyObject**>((<char*><PyObject*>obj) + offset))[0]
     if value is NULL:
-        raise AttributeError(f"{type(obj).__name__} object has an unset field")
+        _unset(obj)
     return <object>value
+
+
+cdef int _unset(object obj) except -1:
+    # Apart from ``_get`` so that the compiler inlines ``_get`` (a pointer read and a test).
+    raise AttributeError(f"{type(obj).__name__} object has an unset field")
 
 
 cdef inline void _put(object obj, Py_ssize_t offset, object value):

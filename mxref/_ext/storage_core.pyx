@@ -8,6 +8,9 @@ free lists) and counters. Not thread-safe: the pooled manager calls it under its
 ``_take_back``: a pool hit and a pooled free in one C call each (see their docstrings).
 """
 
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF
+
 IMPLEMENTATION = "cython"
 
 cdef extern from *:
@@ -31,6 +34,25 @@ cdef inline int _bit_length(unsigned long long x) nogil:
     if x == 0:
         return 0
     return 64 - __builtin_clzll(x)
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyList_GET_SIZE(object lst)
+    PyObject* PyList_GET_ITEM(object lst, Py_ssize_t i)
+    void Py_SET_SIZE(object o, Py_ssize_t size)
+
+
+cdef inline object _pop_last(list blocks):
+    """``blocks.pop()`` for a non-empty list, keeping the list's memory: ``list.pop`` gives it back
+    when the list falls under half full (one block popped, one appended, per array a program
+    makes and drops: a realloc each way). The slot is read and the size lowered, as ``pop``
+    does before it resizes; the next ``append`` writes into the same memory."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(blocks)
+    cdef PyObject* item = PyList_GET_ITEM(blocks, n - 1)
+    block = <object>item                # a new reference for the caller ...
+    Py_SET_SIZE(blocks, n - 1)
+    Py_DECREF(block)                    # ... and the list's own one dropped (``block`` holds it)
+    return block
 
 
 cdef class PoolCore:
@@ -105,7 +127,7 @@ cdef class PoolCore:
         cdef list blocks = self._free.get(key)
         if not blocks:
             return None
-        block = blocks.pop()
+        block = _pop_last(blocks)
         cdef long long size = self._block_size(key)
         self.bytes_pooled -= size
         self.num_pool_hits += 1
@@ -173,7 +195,12 @@ cdef Py_ssize_t H_KEY = _slot(_Handle, "_key"), H_POOL = _slot(_Handle, "_pool")
 
 def lend(pool, Py_ssize_t nbytes):
     """A handle to a pooled block of ``pool`` for ``nbytes``, or ``None`` when the pool has none
-    (a miss: the caller takes ``pool.alloc``). ``PooledStorageManager._lend_hit``'s twin.
+    (a miss: the caller takes ``pool.alloc``). ``PooledStorageManager._lend_hit``'s twin."""
+    return lend_hit(pool, nbytes)
+
+
+cdef object lend_hit(object pool, Py_ssize_t nbytes):
+    """``lend``, a C call (storage_core.pxd).
 
     NOTE: no lock. Every change to the pool (pop, counters) is C code that runs no Python code,
     so under the GIL it is one step for every other thread, the pool's lock holders included
@@ -209,6 +236,11 @@ def take_back(pool, handle):
     whole story (not lent by ``pool``, freed twice, an unpooled strategy): the caller takes
     ``pool.free``, which raises or frees on the device. ``PooledStorageManager._take_back``'s twin.
     Lock-free for the reason given in ``lend``."""
+    return take_back_hit(pool, handle)
+
+
+cdef bint take_back_hit(object pool, object handle) except -1:
+    """``take_back``, a C call (storage_core.pxd)."""
     core_obj = _instance_dict(pool).get("_core")
     if type(handle) is not _Handle or type(core_obj) is not PoolCore or _get(handle, H_POOL) is not pool:
         return False

@@ -215,5 +215,6 @@ def fp_report(name, int status):
         elif mode == "log":
             log = _np.geterrcall()
             if not hasattr(log, "write"):
-                raise NameError(f"log specified for {text} (in {name}) but no object with write method found.")
+                raise NameError(f"log specified for {text} (in {name}) but no object with write "
+                                "method found.")
             log.write(f"Warning: {msg}\n")
